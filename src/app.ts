@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import type { Deps } from './deps.js'
+import { registerAuthHooks } from './http/auth-hooks.js'
+import { registerBodyParsers } from './http/body.js'
+import { registerErrorHandling } from './http/errors.js'
+import { ErrorEnvelope } from './http/schemas.js'
+import { authRoutes } from './modules/auth/auth.routes.js'
+import { groupRoutes } from './modules/groups/groups.routes.js'
+import { userRoutes } from './modules/users/users.routes.js'
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger']
+  trustProxy?: boolean
+  bodyLimit?: number
+}
+
+/** Never log secrets: credentials travel in Authorization, search options in query strings. */
+const LOG_SERIALIZERS = {
+  req: (req: { method: string; url: string; id: string }) => ({
+    method: req.method,
+    path: req.url.split('?')[0],
+    id: req.id,
+  }),
+}
+
+/** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
+export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const logger = options.logger === undefined ? false : options.logger
+  const app = Fastify({
+    logger:
+      logger === false || logger === true
+        ? logger
+        : {
+            ...(logger as object),
+            serializers: LOG_SERIALIZERS,
+            redact: ['req.headers.authorization'],
+          },
+    // One line per request from our onResponse hook instead (route pattern, never the query).
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomUUID(),
+    trustProxy: options.trustProxy ?? false,
+    bodyLimit: options.bodyLimit ?? 1_048_576,
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+  })
+
+  app.addSchema(ErrorEnvelope)
+  registerErrorHandling(app)
+  await registerBodyParsers(app)
+  registerAuthHooks(app, deps)
+
+  // Every JSON success body carries `result` and `transaction_id` (spec, Common rules).
+  app.addHook('preSerialization', async (request, _reply, payload) => {
+    if (request.routeOptions.config.envelope === false) return payload
+    if (
+      payload &&
+      typeof payload === 'object' &&
+      !Array.isArray(payload) &&
+      !('result' in payload)
+    ) {
+      return { result: 'success', transaction_id: request.id, ...payload }
+    }
+    return payload
+  })
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('cache-control', 'no-store')
+    reply.header('x-content-type-options', 'nosniff')
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    )
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Coffer API',
+        version: '0.1.0',
+        description: 'TrueVault-compatible secure data store',
+      },
+      components: {
+        securitySchemes: {
+          basic: {
+            type: 'http',
+            scheme: 'basic',
+            description:
+              'API key or access token as the user name, empty password; or a SAT id and secret',
+          },
+        },
+      },
+      security: [{ basic: [] }],
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+  app.get(
+    '/openapi.json',
+    { schema: { hide: true }, config: { access: { public: true }, envelope: false } },
+    async () => app.swagger(),
+  )
+
+  await authRoutes(app, deps)
+  await userRoutes(app, deps.users, deps.groups, deps.clock)
+  await groupRoutes(app, deps.groups)
+  return app
+}

@@ -1,0 +1,78 @@
+import { isAbsolute, join, resolve } from 'node:path'
+
+/**
+ * Every setting, read once from the environment (the only reader of `process.env`), validated,
+ * frozen and passed down. Names are fixed by design.md (Configuration); the README table lists
+ * each one with its default.
+ */
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  /** `postgres://…`, or a SQLite file path. */
+  databaseUrl: string
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** Trust `X-Forwarded-For` from a reverse proxy (only then is it used as the client address). */
+  trustProxy: boolean
+  /** Largest request body outside BLOB uploads. */
+  bodyLimitBytes: number
+  env: 'development' | 'production'
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function port(name: string, raw: string | undefined, fallback: number, problems: string[]): number {
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) problems.push(`${name} must be a port number`)
+  return n
+}
+
+function flag(name: string, raw: string | undefined, problems: string[]): boolean {
+  if (raw === undefined || raw === '') return false
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false
+  problems.push(`${name} must be true or false`)
+  return false
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = []
+  const dataDir = resolve(env.COFFER_DATA_DIR || './data')
+  const databaseUrl = env.COFFER_DATABASE_URL || join(dataDir, 'coffer.db')
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl) && databaseUrl !== ':memory:') {
+    if (!isAbsolute(databaseUrl) && !databaseUrl.startsWith('.')) {
+      problems.push('COFFER_DATABASE_URL must be postgres://… or a SQLite file path')
+    }
+  }
+  const logLevel = (env.COFFER_LOG_LEVEL || 'info') as Config['logLevel']
+  if (!LOG_LEVELS.includes(logLevel)) {
+    problems.push(`COFFER_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  }
+  const appEnv = env.COFFER_ENV || 'development'
+  if (appEnv !== 'development' && appEnv !== 'production') {
+    problems.push('COFFER_ENV must be development or production')
+  }
+  const bodyLimit = Number(env.COFFER_BODY_LIMIT_BYTES || 1_048_576)
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) {
+    problems.push('COFFER_BODY_LIMIT_BYTES must be an integer of at least 1024')
+  }
+  const config: Config = {
+    host: env.COFFER_HOST || '127.0.0.1',
+    port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
+    dataDir,
+    databaseUrl: databaseUrl.startsWith('.') ? resolve(databaseUrl) : databaseUrl,
+    logLevel,
+    trustProxy: flag('COFFER_TRUST_PROXY', env.COFFER_TRUST_PROXY, problems),
+    bodyLimitBytes: bodyLimit,
+    env: appEnv as Config['env'],
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return Object.freeze(config)
+}

@@ -1,0 +1,21 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+
+/** 256 random bits as URL-safe base64 (43 characters, no `:` so it fits HTTP Basic user names). */
+export function randomSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url')
+}
+
+/**
+ * Digest used to store and look up high-entropy secrets (API keys, access tokens, SAT secrets).
+ * A plain SHA-256 is enough for ≥128-bit random secrets (ASVS 5.0 6.5.2); passwords use argon2id.
+ */
+export function digestSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('base64url')
+}
+
+/** Constant-time comparison of two strings of any length. */
+export function safeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a, 'utf8').digest()
+  const hb = createHash('sha256').update(b, 'utf8').digest()
+  return timingSafeEqual(ha, hb) && a.length === b.length
+}

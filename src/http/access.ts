@@ -1,0 +1,36 @@
+import type { FastifyRequest } from 'fastify'
+import type { CredentialKind } from '../modules/auth/principal.js'
+import type { Requirement } from '../policy/index.js'
+
+/**
+ * Every route declares exactly one access rule (design.md, Request flow); the server refuses to
+ * start when one is missing.
+ * - `public`: no credential (login, docs).
+ * - `self`: any accepted credential acting on its own session or user.
+ * - `policy`: a requirement built from the validated request, checked against the caller's grants.
+ * `credentials` narrows the accepted kinds (default: API key and access token); `invalidStatus`
+ * is the status for a missing or invalid credential (the spec says 400 on /v1/auth/me).
+ */
+export type Access =
+  | { public: true }
+  | { self: true; credentials?: CredentialKind[]; invalidStatus?: 400 | 401 }
+  | {
+      policy: (request: FastifyRequest) => Requirement
+      credentials?: CredentialKind[]
+      invalidStatus?: 400 | 401
+      /** Status when the requirement is not met: 401 (default) or 404 where the spec says so. */
+      deniedStatus?: 401 | 404
+    }
+
+export const USER_CREDENTIALS: CredentialKind[] = ['api_key', 'access_token']
+export const ANY_CREDENTIAL: CredentialKind[] = ['api_key', 'access_token', 'sat']
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access
+    /** v1 form route: merge query-string parameters into the body, trim field names. */
+    form?: boolean
+    /** False for the few JSON answers that are not in the envelope (the OpenAPI document). */
+    envelope?: boolean
+  }
+}

@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+import type { AuthzService } from '../modules/auth/authz.service.js'
+import type { CredentialsService } from '../modules/auth/credentials.service.js'
+import {
+  type Actor,
+  credentialKind,
+  type Principal,
+  type ScopedTokenResolver,
+} from '../modules/auth/principal.js'
+import { USER_CREDENTIALS } from './access.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller, or null (no credential, or one that did not resolve). */
+    principal: Principal | null
+    /** Set for routes with a `policy` rule: the caller and what they may do. */
+    actor: Actor
+  }
+}
+
+export interface AuthDeps {
+  credentials: CredentialsService
+  scopedTokens: ScopedTokenResolver
+  authz: AuthzService
+}
+
+/**
+ * HTTP Basic as every TrueVault client sends it: an API key or access token as the user name with
+ * an empty password, or a SAT's `http_auth` pair (a non-empty password means a SAT).
+ */
+export function parseBasic(header: string | undefined): { user: string; password: string } | null {
+  if (!header) return null
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header)
+  if (!match) return null
+  const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon <= 0) return null
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+}
+
+async function authenticate(deps: AuthDeps, header: string | undefined): Promise<Principal | null> {
+  const basic = parseBasic(header)
+  if (!basic || basic.user.length > 512 || basic.password.length > 512) return null
+  if (basic.password !== '') return deps.scopedTokens.resolve(basic.user, basic.password)
+  const credential = await deps.credentials.resolve(basic.user)
+  if (!credential) return null
+  return {
+    kind: 'user',
+    via: credential.kind,
+    accountId: credential.account_id,
+    userId: credential.user_id,
+    credentialDigest: credential.digest,
+  }
+}
+
+function unauthenticated(status: 400 | 401 | undefined): AppError {
+  return status === 400 ? errors.invalidAuthorization() : errors.unauthenticated()
+}
+
+/**
+ * onRoute: a route without an access rule stops the server from starting.
+ * onRequest: credential → principal. preHandler: the route's rule is enforced.
+ */
+export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
+  app.decorateRequest('principal', null)
+  app.decorateRequest('actor', null as unknown as Actor)
+
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) {
+      route.config = { ...route.config, access: { public: true }, envelope: false }
+      return
+    }
+    if (!route.config?.access)
+      throw new Error(`route ${route.method} ${route.url} declares no access rule`)
+  })
+
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config.access
+    if (!access || 'public' in access) return
+    request.principal = await authenticate(deps, request.headers.authorization)
+  })
+
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const access = request.routeOptions.config.access
+    if (!access || 'public' in access) return
+    const principal = request.principal
+    if (!principal) throw unauthenticated(access.invalidStatus)
+    const allowed = access.credentials ?? USER_CREDENTIALS
+    if (!allowed.includes(credentialKind(principal))) {
+      if (access.invalidStatus === 400) throw errors.invalidAuthorization()
+      throw errors.credentialKindNotAllowed(allowed.map((k) => k.replace('_', ' ')).join(' or '))
+    }
+    if ('self' in access) return
+    const grants = await deps.authz.grantsFor(principal)
+    request.actor = { principal, grants }
+    // A caller whose groups grant nothing gets 401 everywhere, whatever the route's 404 rule.
+    if (grants.isEmpty) throw errors.permissionDenied()
+    if (!grants.satisfies(access.policy(request))) {
+      if (access.deniedStatus === 404)
+        throw new AppError(404, ErrorType.notFound, 'NOT_FOUND', 'Not found')
+      throw errors.permissionDenied()
+    }
+  })
+}

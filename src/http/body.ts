@@ -1,0 +1,81 @@
+import formbody from '@fastify/formbody'
+import multipart from '@fastify/multipart'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+
+type Fields = Record<string, unknown>
+
+/**
+ * Accepts bodies the way real clients send them (truevault-api.md §1.4): JSON (an empty body with
+ * a JSON content type is no body at all — the SDK sends that on GET and DELETE), urlencoded,
+ * multipart (the official SDK sends every v1 body as multipart), and on form routes parameters in
+ * the query string, with field names trimmed (the SDK's `"not_valid_after "` has a trailing space).
+ */
+export async function registerBodyParsers(app: FastifyInstance): Promise<void> {
+  const json = app.getDefaultJsonParser('remove', 'remove')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') {
+      done(null, undefined)
+      return
+    }
+    void json(request, body as string, (err, parsed) => {
+      if (err)
+        done(
+          new AppError(
+            400,
+            ErrorType.invalidRequest,
+            'INVALID_JSON',
+            'Request body must be valid JSON',
+          ),
+          undefined,
+        )
+      else done(null, parsed)
+    })
+  })
+  await app.register(formbody)
+  await app.register(multipart, {
+    limits: { fieldSize: app.initialConfig.bodyLimit ?? 1_048_576, fields: 100, parts: 200 },
+  })
+  app.addHook('preValidation', async (request) => {
+    if (!request.routeOptions.config.form) return
+    const json = request.headers['content-type']?.includes('json') === true
+    let body = plainObject(request.body)
+    if (request.isMultipart()) body = await readMultipartFields(request)
+    request.body = mergeForm(plainObject(request.query), body, !json)
+  })
+}
+
+function plainObject(value: unknown): Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Fields)
+    : {}
+}
+
+/**
+ * Query parameters first, body fields win; names trimmed. In a form (not JSON) a repeated field
+ * keeps its last value.
+ */
+function mergeForm(query: Fields, body: Fields, collapse: boolean): Fields {
+  const out: Fields = Object.create(null)
+  for (const source of [query, body]) {
+    for (const [key, value] of Object.entries(source)) {
+      const name = key.trim()
+      if (name === '' || name === '__proto__') continue
+      out[name] = collapse && Array.isArray(value) ? value[value.length - 1] : value
+    }
+  }
+  return out
+}
+
+async function readMultipartFields(request: FastifyRequest): Promise<Fields> {
+  const fields: Fields = Object.create(null)
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      part.file.resume()
+      throw errors.invalidField(part.fieldname, 'must be a form field, not a file')
+    }
+    fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
+  }
+  return fields
+}

@@ -1,0 +1,80 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AppError, ErrorType } from '../lib/errors.js'
+
+interface Rendered {
+  status: number
+  type: string
+  code: string
+  message: string
+}
+
+/** A validation error names the field: `body/username must NOT have fewer than 1 characters`. */
+function validationMessage(error: FastifyError): string {
+  const first = error.validation?.[0]
+  if (!first) return error.message
+  const params = first.params as Record<string, unknown>
+  const missing = typeof params.missingProperty === 'string' ? params.missingProperty : undefined
+  const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.')
+  const field = missing ?? (path || error.validationContext || 'request')
+  if (missing) return `${field} is required`
+  if (first.keyword === 'format' && params.format === 'uuid') return `${field} must be a valid UUID`
+  return `${field} ${first.message ?? 'is invalid'}`
+}
+
+function render(error: FastifyError | AppError | Error): Rendered {
+  if (error instanceof AppError) {
+    return { status: error.statusCode, type: error.type, code: error.code, message: error.message }
+  }
+  const fe = error as FastifyError
+  if (fe.validation) {
+    return {
+      status: 400,
+      type: ErrorType.invalidRequest,
+      code: 'INVALID_PARAMETER',
+      message: validationMessage(fe),
+    }
+  }
+  const status = fe.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    const type = status === 429 ? ErrorType.rateLimit : ErrorType.invalidRequest
+    const code =
+      status === 413
+        ? 'PAYLOAD_TOO_LARGE'
+        : status === 415
+          ? 'UNSUPPORTED_MEDIA_TYPE'
+          : 'INVALID_REQUEST'
+    return { status, type, code, message: fe.message }
+  }
+  return { status: 500, type: ErrorType.api, code: 'INTERNAL', message: 'Internal server error' }
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
+  return reply
+    .code(r.status)
+    .type('application/json; charset=utf-8')
+    .send({
+      result: 'error',
+      transaction_id: request.id,
+      error: { message: r.message, type: r.type, code: r.code },
+    })
+}
+
+/**
+ * One error handler for every route: deliberate errors keep their status and message, client
+ * errors from Fastify keep their status, anything else is a 500 whose cause goes to the log only.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    const rendered = render(error)
+    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+    return sendError(request, reply, rendered)
+  })
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, {
+      status: 404,
+      type: ErrorType.notFound,
+      code: 'ROUTE_NOT_FOUND',
+      message: `No route for ${request.method} ${request.url.split('?')[0]}`,
+    }),
+  )
+}

@@ -1,0 +1,71 @@
+/**
+ * The one error type services throw. The HTTP error handler renders it as the spec's envelope
+ * `{result: "error", transaction_id, error: {message, type, code}}`; `cause` is logged, never sent.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly type: string,
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+    this.name = 'AppError'
+  }
+}
+
+/** Error types: a short, stable list clients can switch on (codes carry the specifics). */
+export const ErrorType = {
+  invalidRequest: 'invalid_request_error',
+  authentication: 'authentication_error',
+  authorization: 'authorization_error',
+  notFound: 'not_found_error',
+  rateLimit: 'rate_limit_error',
+  unavailable: 'service_unavailable',
+  api: 'api_error',
+} as const
+
+export const errors = {
+  /** 400 naming the offending field, e.g. badRequest('username', 'is required'). */
+  invalidField: (field: string, problem: string) =>
+    new AppError(400, ErrorType.invalidRequest, 'INVALID_PARAMETER', `${field} ${problem}`),
+  badRequest: (code: string, message: string) =>
+    new AppError(400, ErrorType.invalidRequest, code, message),
+  unauthenticated: (message = 'Invalid or missing credentials') =>
+    new AppError(401, ErrorType.authentication, 'UNAUTHENTICATED', message),
+  invalidAuthorization: () =>
+    new AppError(400, ErrorType.authentication, 'INVALID_AUTHORIZATION', 'Invalid authorization'),
+  loginFailed: () =>
+    new AppError(
+      401,
+      ErrorType.authentication,
+      'LOGIN_FAILED',
+      'Invalid account, username, password or MFA code',
+    ),
+  permissionDenied: () =>
+    new AppError(
+      401,
+      ErrorType.authorization,
+      'PERMISSION_DENIED',
+      'The credential does not have permission for this request',
+    ),
+  credentialKindNotAllowed: (allowed: string) =>
+    new AppError(
+      401,
+      ErrorType.authentication,
+      'CREDENTIAL_NOT_ALLOWED',
+      `This endpoint accepts only ${allowed}`,
+    ),
+  notFound: (what: string) =>
+    new AppError(404, ErrorType.notFound, 'NOT_FOUND', `${what} not found`),
+  conflict: (field: string, problem: string) =>
+    new AppError(400, ErrorType.invalidRequest, 'ALREADY_EXISTS', `${field} ${problem}`),
+  rateLimited: () =>
+    new AppError(
+      429,
+      ErrorType.rateLimit,
+      'TOO_MANY_ATTEMPTS',
+      'Too many failed attempts; try again later',
+    ),
+}

@@ -1,0 +1,77 @@
+import { errors } from './errors.js'
+import { isUuid } from './ids.js'
+
+/** `full` and similar flags: the SDKs send `true`, community clients `1` and `01`. */
+export function isTrue(value: unknown): boolean {
+  if (value === true) return true
+  if (typeof value !== 'string') return false
+  const v = value.trim().toLowerCase()
+  return v === 'true' || v === '1' || v === '01'
+}
+
+/**
+ * Decodes a base64 JSON field as v1 clients send it. Ruby's encoder inserts newlines every
+ * 60 characters, and URL-encoded forms may turn `+` into a space, so whitespace is dropped and
+ * URL-safe letters are accepted before decoding.
+ */
+export function decodeBase64Json(value: unknown, field: string): unknown {
+  if (typeof value !== 'string') throw errors.invalidField(field, 'must be a base64 string')
+  const compact = value.replace(/\s+/g, '').replace(/-/g, '+').replace(/_/g, '/')
+  if (compact.length === 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
+    throw errors.invalidField(field, 'must be base64-encoded JSON')
+  }
+  const text = Buffer.from(compact, 'base64').toString('utf8')
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw errors.invalidField(field, 'must be base64-encoded JSON')
+  }
+}
+
+export function encodeBase64Json(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64')
+}
+
+/** Comma-separated id list (`group_ids`, `user_ids`, path lists); empty text is an empty list. */
+export function parseIdList(
+  value: unknown,
+  field: string,
+  max = Number.POSITIVE_INFINITY,
+): string[] {
+  if (value === undefined || value === null) return []
+  const items = Array.isArray(value)
+    ? value
+    : typeof value === 'string'
+      ? value.split(',')
+      : undefined
+  if (!items) throw errors.invalidField(field, 'must be a comma-separated list of ids')
+  const ids: string[] = []
+  for (const raw of items) {
+    if (typeof raw !== 'string') throw errors.invalidField(field, 'must contain only string ids')
+    const id = raw.trim()
+    if (id === '') continue
+    if (!isUuid(id))
+      throw errors.invalidField(field, `contains an invalid UUID: ${id.slice(0, 64)}`)
+    ids.push(id.toLowerCase())
+  }
+  if (ids.length > max) throw errors.invalidField(field, `may hold at most ${max} ids`)
+  return [...new Set(ids)]
+}
+
+/**
+ * An ISO 8601 timestamp that must lie in the future (token expiries). Returns the normalized
+ * `toISOString()` form, which sorts correctly as text in both databases.
+ */
+export function parseFutureTime(value: unknown, field: string, now: Date): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
+  }
+  const text = value.trim()
+  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(text)) {
+    throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
+  }
+  const at = new Date(text)
+  if (Number.isNaN(at.getTime())) throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
+  if (at.getTime() <= now.getTime()) throw errors.invalidField(field, 'must be in the future')
+  return at.toISOString()
+}

@@ -1,0 +1,123 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errors } from '../../lib/errors.js'
+import { decodeBase64Json, isTrue } from '../../lib/input.js'
+import type { GroupsService } from '../groups/groups.service.js'
+import { userView } from '../users/user-view.js'
+import type { UsersService } from '../users/users.service.js'
+import {
+  LoginForm,
+  LoginResponse,
+  LogoutResponse,
+  MeQuery,
+  MeResponse,
+  UpdateMeForm,
+} from './auth.schemas.js'
+import type { CredentialsService } from './credentials.service.js'
+import type { LoginService } from './login.service.js'
+import type { UserPrincipal } from './principal.js'
+
+const tags = ['auth']
+
+function me(req: FastifyRequest): UserPrincipal {
+  const p = req.principal
+  if (p?.kind !== 'user') throw errors.invalidAuthorization()
+  return p
+}
+
+export async function authRoutes(
+  app: FastifyInstance,
+  services: {
+    login: LoginService
+    users: UsersService
+    groups: GroupsService
+    credentials: CredentialsService
+  },
+): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+  async function ownView(p: UserPrincipal, full: boolean) {
+    const row = await services.users.get(p.accountId, p.userId)
+    const groupIds = full
+      ? (await services.groups.groupIdsOfUsers(p.accountId, [row.id])).get(row.id)
+      : undefined
+    return userView(row, { full, groupIds: groupIds ?? [] })
+  }
+
+  r.post(
+    '/v1/auth/login',
+    {
+      schema: {
+        tags,
+        summary: 'Log in with username, password and account id',
+        body: LoginForm,
+        response: LoginResponse,
+      },
+      config: { form: true, access: { public: true } },
+    },
+    async (req) => {
+      const b = req.body
+      const { user, accessToken } = await services.login.login({
+        accountId: b.account_id,
+        username: b.username,
+        password: b.password,
+        mfaCode: b.mfa_code,
+        notValidAfter: b.not_valid_after,
+        client: req.ip,
+      })
+      return { user: { ...userView(user), access_token: accessToken } }
+    },
+  )
+
+  r.post(
+    '/v1/auth/logout',
+    {
+      schema: {
+        tags,
+        summary: 'Log out: the access token used stops working',
+        response: LogoutResponse,
+      },
+      config: { access: { self: true, credentials: ['access_token'] } },
+    },
+    async (req) => {
+      const p = me(req)
+      if (!(await services.credentials.revoke(p.accountId, p.credentialDigest)))
+        throw errors.unauthenticated()
+      const row = await services.users.get(p.accountId, p.userId)
+      return { logout: userView(row) }
+    },
+  )
+
+  r.get(
+    '/v1/auth/me',
+    {
+      schema: { tags, summary: 'The current user', querystring: MeQuery, response: MeResponse },
+      config: { access: { self: true, invalidStatus: 400 } },
+    },
+    async (req) => ({ user: await ownView(me(req), isTrue(req.query.full)) }),
+  )
+
+  r.put(
+    '/v1/auth/me',
+    {
+      schema: {
+        tags,
+        summary: "Replace the current user's attributes",
+        querystring: MeQuery,
+        body: UpdateMeForm,
+        response: MeResponse,
+      },
+      config: { form: true, access: { self: true, invalidStatus: 400 } },
+    },
+    async (req) => {
+      const p = me(req)
+      if (req.body.attributes === undefined) throw errors.invalidField('attributes', 'is required')
+      await services.users.setAttributes(
+        p.accountId,
+        p.userId,
+        decodeBase64Json(req.body.attributes, 'attributes'),
+      )
+      return { user: await ownView(p, isTrue(req.query.full)) }
+    },
+  )
+}

@@ -1,0 +1,20 @@
+import { Type } from 'typebox'
+import { FormString, FullQuery, responses, success } from '../../http/schemas.js'
+import { UserV1 } from '../users/users.schemas.js'
+
+export const LoginForm = Type.Object({
+  account_id: FormString('account id (required)'),
+  username: FormString('required'),
+  password: FormString('required'),
+  mfa_code: FormString('needed when MFA is enrolled'),
+  not_valid_after: FormString('ISO 8601 expiry of the token (default: 24 hours)'),
+})
+
+export const UpdateMeForm = Type.Object({
+  attributes: FormString('base64 of a JSON document (required)'),
+})
+
+export const MeQuery = FullQuery
+export const LoginResponse = responses(success({ user: UserV1 }))
+export const LogoutResponse = responses(success({ logout: UserV1 }))
+export const MeResponse = responses(success({ user: UserV1 }))

@@ -1,0 +1,72 @@
+import { digestSecret, randomSecret } from '../../crypto/secrets.js'
+import type { Clock } from '../../lib/clock.js'
+import type { Executor } from '../../store/executor.js'
+import type { ActiveCredential } from './credentials.repo.js'
+import * as repo from './credentials.repo.js'
+
+/** Default access-token life (spec, Limits). */
+export const ACCESS_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
+
+/**
+ * API keys and access tokens: 256 random bits, shown once, stored only as SHA-256 digests and
+ * looked up by digest. An exact-match index lookup on a digest of a high-entropy secret leaks
+ * nothing through timing, so no further comparison is needed.
+ */
+export class CredentialsService {
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+  ) {}
+
+  resolve(secret: string): Promise<ActiveCredential | undefined> {
+    return repo.findUsable(this.db, digestSecret(secret), this.clock.now().toISOString())
+  }
+
+  defaultExpiry(): string {
+    return new Date(this.clock.now().getTime() + ACCESS_TOKEN_TTL_MS).toISOString()
+  }
+
+  /** Issues a new access token; `expiresAt` defaults to 24 hours from now. */
+  async issueAccessToken(
+    db: Executor,
+    accountId: string,
+    userId: string,
+    expiresAt?: string,
+  ): Promise<string> {
+    const token = randomSecret()
+    await repo.insert(db, {
+      digest: digestSecret(token),
+      account_id: accountId,
+      user_id: userId,
+      kind: 'access_token',
+      expires_at: expiresAt ?? this.defaultExpiry(),
+      created_at: this.clock.now().toISOString(),
+    })
+    return token
+  }
+
+  /** Issues the user's API key, replacing any previous one at once (one key per user). */
+  async replaceApiKey(db: Executor, accountId: string, userId: string): Promise<string> {
+    const key = randomSecret()
+    await repo.deleteForUser(db, accountId, userId, 'api_key')
+    await repo.insert(db, {
+      digest: digestSecret(key),
+      account_id: accountId,
+      user_id: userId,
+      kind: 'api_key',
+      expires_at: null,
+      created_at: this.clock.now().toISOString(),
+    })
+    return key
+  }
+
+  /** Logout: revokes exactly the token used. Returns false when it was already gone. */
+  async revoke(accountId: string, digest: string): Promise<boolean> {
+    return (await repo.deleteByDigest(this.db, accountId, digest)) > 0
+  }
+
+  /** Deactivation: every API key and access token of the user stops working. */
+  revokeAll(db: Executor, accountId: string, userId: string): Promise<void> {
+    return repo.deleteForUser(db, accountId, userId)
+  }
+}

@@ -1,0 +1,70 @@
+import type { PasswordHasher } from '../../crypto/passwords.js'
+import type { Clock } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { isUuid } from '../../lib/ids.js'
+import { parseFutureTime } from '../../lib/input.js'
+import type { Executor } from '../../store/executor.js'
+import type { UserRow } from '../users/users.repo.js'
+import type { UsersService } from '../users/users.service.js'
+import type { CredentialsService } from './credentials.service.js'
+import type { LoginThrottle } from './login-throttle.js'
+
+export interface LoginInput {
+  accountId: unknown
+  username: unknown
+  password: unknown
+  mfaCode?: unknown
+  notValidAfter?: unknown
+  /** The client's address, for the per-client failure limit. */
+  client: string
+}
+
+/**
+ * Password login. Every failure — unknown account or user, a user that is not ACTIVATED, a user
+ * without a password, a wrong password — gives the same 401 after the same work (one argon2
+ * verification), so neither the body, the status nor the timing tells them apart.
+ */
+export class LoginService {
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+    private readonly hasher: PasswordHasher,
+    private readonly users: UsersService,
+    private readonly credentials: CredentialsService,
+    private readonly throttle: LoginThrottle,
+  ) {}
+
+  async login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
+    const accountId = required(input.accountId, 'account_id')
+    const username = required(input.username, 'username')
+    const password = required(input.password, 'password')
+    if (!isUuid(accountId)) throw errors.invalidField('account_id', 'must be a valid UUID')
+    const expiresAt =
+      input.notValidAfter === undefined || input.notValidAfter === ''
+        ? undefined
+        : parseFutureTime(input.notValidAfter, 'not_valid_after', this.clock.now())
+    const attempt = { accountId: accountId.toLowerCase(), username, client: input.client }
+
+    await this.throttle.assertClientAllowed(attempt)
+    const user = await this.users.findForLogin(attempt.accountId, username)
+    await this.throttle.assertUserAllowed(attempt, user?.id)
+    const valid = await this.hasher.verify(user?.password_hash, password)
+    if (!user || !valid) {
+      await this.throttle.recordFailure(attempt)
+      throw errors.loginFailed()
+    }
+    const accessToken = await this.credentials.issueAccessToken(
+      this.db,
+      user.account_id,
+      user.id,
+      expiresAt,
+    )
+    await this.throttle.recordSuccess(attempt, user.id)
+    return { user, accessToken }
+  }
+}
+
+function required(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '') throw errors.invalidField(field, 'is required')
+  return value
+}

@@ -1,0 +1,43 @@
+import type { Grants, PolicyStatement } from '../../policy/index.js'
+
+/** Credential kinds the spec names per endpoint. */
+export type CredentialKind = 'api_key' | 'access_token' | 'sat'
+
+/** A user acting through an API key or an access token. */
+export interface UserPrincipal {
+  kind: 'user'
+  via: 'api_key' | 'access_token'
+  accountId: string
+  userId: string
+  /** Digest of the credential used, so logout can revoke exactly that token. */
+  credentialDigest: string
+}
+
+/** A scoped access token: its own policy, bounded by its creator's current permissions. */
+export interface SatPrincipal {
+  kind: 'sat'
+  accountId: string
+  satId: string
+  creatorId: string
+  policy: PolicyStatement[]
+}
+
+export type Principal = UserPrincipal | SatPrincipal
+
+export function credentialKind(p: Principal): CredentialKind {
+  return p.kind === 'sat' ? 'sat' : p.via
+}
+
+/** What services receive for a request: who is asking and what they may do. */
+export interface Actor {
+  principal: Principal
+  grants: Grants
+}
+
+/** Resolves a SAT's `http_auth` pair to a principal; the SAT feature supplies the storage. */
+export interface ScopedTokenResolver {
+  resolve(satId: string, secret: string): Promise<SatPrincipal | null>
+}
+
+/** Until SAT storage exists no SAT is valid, so every SAT credential is refused. */
+export const noScopedTokens: ScopedTokenResolver = { resolve: async () => null }

@@ -1,0 +1,67 @@
+import type { Selectable, Updateable } from 'kysely'
+import type { ItemScope } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import type { UsersTable } from '../../store/schema.js'
+import { scopePredicate } from '../../store/scope-filter.js'
+
+export type UserRow = Selectable<UsersTable>
+export type UserPatch = Updateable<UsersTable>
+
+export async function insert(db: Executor, row: UserRow): Promise<void> {
+  await db.insertInto('users').values(row).execute()
+}
+
+export function findById(db: Executor, accountId: string, id: string) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+export function findByIds(db: Executor, accountId: string, ids: readonly string[]) {
+  if (ids.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
+    .execute()
+}
+
+/** The one ACTIVATED user with this name, the only kind that may log in. */
+export function findActivatedByUsername(db: Executor, accountId: string, username: string) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('username', '=', username)
+    .where('status', '=', 'ACTIVATED')
+    .executeTakeFirst()
+}
+
+export function list(
+  db: Executor,
+  accountId: string,
+  statuses: readonly string[],
+  scopes: readonly ItemScope[],
+) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('status', 'in', statuses)
+    .where((eb) => scopePredicate(eb, scopes, 'id'))
+    .orderBy('id')
+    .execute()
+}
+
+export async function update(db: Executor, accountId: string, id: string, patch: UserPatch) {
+  await db
+    .updateTable('users')
+    .set(patch)
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .execute()
+}

@@ -1,0 +1,340 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { FullQuery } from '../../http/schemas.js'
+import type { Clock } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { decodeBase64Json, isTrue, parseFutureTime, parseIdList } from '../../lib/input.js'
+import { type Requirement, resource } from '../../policy/index.js'
+import type { GroupsService } from '../groups/groups.service.js'
+import { userView, type ViewOptions } from './user-view.js'
+import type { UserRow } from './users.repo.js'
+import {
+  AccessKeyResponse,
+  AccessTokenForm,
+  ApiKeyResponse,
+  CreateUserForm,
+  ListUsersQuery,
+  PasswordBody,
+  UpdateUserForm,
+  UserIdsParams,
+  UserParams,
+  UsersV1Response,
+  UsersV2Response,
+  UserV1Response,
+} from './users.schemas.js'
+import { USER_STATUSES, type UsersService } from './users.service.js'
+
+const tags = ['users']
+const MAX_IDS = 100
+
+const userRes = (id: string) => resource('User', id.toLowerCase())
+const param = (req: FastifyRequest) => (req.params as { user_id: string }).user_id.toLowerCase()
+const onUser =
+  (activity: 'R' | 'U' | 'D') =>
+  (req: FastifyRequest): Requirement => ({ activity, resource: userRes(param(req)) })
+
+/** Optional base64 attributes of a form: absent or empty means "not given". */
+function attributesOf(value: string | undefined): unknown {
+  return value === undefined || value.trim() === ''
+    ? undefined
+    : decodeBase64Json(value, 'attributes')
+}
+
+function listStatuses(value: string | undefined): string[] {
+  if (!value?.trim()) return ['ACTIVATED']
+  return value.split(',').map((raw) => {
+    const s = raw.trim().toUpperCase()
+    // The SDK's doc comment says ACTIVE; the real status is ACTIVATED.
+    const status = s === 'ACTIVE' ? 'ACTIVATED' : s
+    if (!(USER_STATUSES as readonly string[]).includes(status)) {
+      throw errors.invalidField('status', 'must list ACTIVATED, PENDING, LOCKED or DEACTIVATED')
+    }
+    return status
+  })
+}
+
+export async function userRoutes(
+  app: FastifyInstance,
+  users: UsersService,
+  groups: GroupsService,
+  clock: Clock,
+): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+  /** Users with group ids loaded when `full`. */
+  async function views(
+    accountId: string,
+    rows: UserRow[],
+    full: boolean,
+    attributes: ViewOptions['attributes'],
+  ) {
+    const groupIds = full
+      ? await groups.groupIdsOfUsers(
+          accountId,
+          rows.map((u) => u.id),
+        )
+      : undefined
+    return rows.map((u) => userView(u, { full, attributes, groupIds: groupIds?.get(u.id) ?? [] }))
+  }
+
+  r.post(
+    '/v1/users',
+    {
+      schema: {
+        tags,
+        summary: 'Create a user',
+        querystring: FullQuery,
+        body: CreateUserForm,
+        response: UserV1Response,
+      },
+      config: {
+        form: true,
+        access: {
+          // Joining a group at creation needs C on its memberships or U on the group (spec).
+          policy: (req) => ({
+            allOf: [
+              { activity: 'C', resource: resource('User', '') },
+              ...parseIdList((req.body as { group_ids?: string }).group_ids, 'group_ids').map(
+                (g): Requirement => ({
+                  anyOf: [
+                    { activity: 'C', resource: resource('Group', g, 'GroupMembership', '.*') },
+                    { activity: 'U', resource: resource('Group', g) },
+                  ],
+                }),
+              ),
+            ],
+          }),
+        },
+      },
+    },
+    async (req) => {
+      const b = req.body
+      const now = clock.now()
+      const created = await users.create(req.actor.principal.accountId, {
+        username: b.username,
+        password: b.password || undefined,
+        attributes: attributesOf(b.attributes),
+        groupIds: parseIdList(b.group_ids, 'group_ids'),
+        status: b.status || undefined,
+        tokenExpiresAt: b.access_token_not_valid_after
+          ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
+          : undefined,
+      })
+      const user = userView(created.row, {
+        full: isTrue(req.query.full),
+        groupIds: created.groupIds,
+      })
+      return { user: { ...user, api_key: created.apiKey, access_token: created.accessToken } }
+    },
+  )
+
+  r.get(
+    '/v2/users/:user_ids',
+    {
+      schema: {
+        tags,
+        summary: 'Read users by id (comma-separated, at most 100)',
+        params: UserIdsParams,
+        querystring: FullQuery,
+        response: UsersV2Response,
+      },
+      config: {
+        // Presence is checked per id in the service: a missing or unreadable id is a 404.
+        access: { policy: () => ({ readAny: resource('User', '') }), deniedStatus: 404 },
+      },
+    },
+    async (req) => {
+      const ids = parseIdList(req.params.user_ids, 'user_ids', MAX_IDS)
+      if (ids.length === 0) throw errors.invalidField('user_ids', 'must name at least one user')
+      const rows = await users.getMany(req.actor, ids)
+      return {
+        users: await views(req.actor.principal.accountId, rows, isTrue(req.query.full), 'json'),
+      }
+    },
+  )
+
+  r.get(
+    '/v1/users/:user_id',
+    {
+      schema: {
+        tags,
+        summary: 'Read a user (deprecated: use v2)',
+        deprecated: true,
+        params: UserParams,
+        querystring: FullQuery,
+        response: UserV1Response,
+      },
+      config: { access: { policy: onUser('R') } },
+    },
+    async (req) => {
+      const row = await users.get(req.actor.principal.accountId, param(req))
+      const [user] = await views(
+        req.actor.principal.accountId,
+        [row],
+        isTrue(req.query.full),
+        'base64',
+      )
+      return { user }
+    },
+  )
+
+  r.get(
+    '/v1/users',
+    {
+      schema: {
+        tags,
+        summary: 'List the users the caller may read',
+        querystring: ListUsersQuery,
+        response: UsersV1Response,
+      },
+      config: { access: { policy: () => ({ readAny: resource('User', '') }) } },
+    },
+    async (req) => {
+      const rows = await users.list(req.actor, listStatuses(req.query.status))
+      return {
+        users: await views(req.actor.principal.accountId, rows, isTrue(req.query.full), 'base64'),
+      }
+    },
+  )
+
+  r.put(
+    '/v1/users/:user_id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a user (given fields are overwritten)',
+        params: UserParams,
+        querystring: FullQuery,
+        body: UpdateUserForm,
+        response: UserV1Response,
+      },
+      config: { form: true, access: { policy: onUser('U') } },
+    },
+    async (req) => {
+      const b = req.body
+      const now = clock.now()
+      const expiresAt = b.access_token_not_valid_after
+        ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
+        : undefined
+      const attributes =
+        b.attributes === undefined ? undefined : decodeBase64Json(b.attributes, 'attributes')
+      const { row, accessToken } = await users.update(req.actor, param(req), {
+        ...(b.username !== undefined ? { username: b.username } : {}),
+        ...(b.password !== undefined ? { password: b.password } : {}),
+        ...(attributes !== undefined ? { attributes } : {}),
+        ...(b.status !== undefined && b.status !== '' ? { status: b.status } : {}),
+        ...(b.access_token ? { newAccessToken: { expiresAt } } : {}),
+      })
+      const [user] = await views(
+        req.actor.principal.accountId,
+        [row],
+        isTrue(req.query.full),
+        'base64',
+      )
+      return { user: accessToken ? { ...user, access_token: accessToken } : user }
+    },
+  )
+
+  r.put(
+    '/v1/users/:user_id/password',
+    {
+      schema: {
+        tags,
+        summary: "Set a user's password (JSON)",
+        params: UserParams,
+        body: PasswordBody,
+        response: UserV1Response,
+      },
+      config: {
+        access: {
+          policy: (req) => ({
+            anyOf: [
+              { activity: 'U', resource: resource('User', param(req), 'Password') },
+              { activity: 'U', resource: userRes(param(req)) },
+            ],
+          }),
+        },
+      },
+    },
+    async (req) => {
+      const row = await users.setPassword(
+        req.actor.principal.accountId,
+        param(req),
+        req.body.password,
+      )
+      return { user: userView(row) }
+    },
+  )
+
+  r.delete(
+    '/v1/users/:user_id',
+    {
+      schema: { tags, summary: 'Deactivate a user', params: UserParams, response: UserV1Response },
+      config: { access: { policy: onUser('D') } },
+    },
+    async (req) => ({
+      user: userView(await users.deactivate(req.actor.principal.accountId, param(req))),
+    }),
+  )
+
+  r.post(
+    '/v1/users/:user_id/access_token',
+    {
+      schema: {
+        tags,
+        summary: 'Vend an access token for a user (API key only)',
+        params: UserParams,
+        body: AccessTokenForm,
+        response: UserV1Response,
+      },
+      config: { form: true, access: { policy: onUser('U'), credentials: ['api_key'] } },
+    },
+    async (req) => {
+      const b = req.body
+      const expiresAt = b.not_valid_after
+        ? parseFutureTime(b.not_valid_after, 'not_valid_after', clock.now())
+        : undefined
+      const { row, accessToken } = await users.vendAccessToken(
+        req.actor.principal.accountId,
+        param(req),
+        expiresAt,
+      )
+      return { user: { ...userView(row), access_token: accessToken } }
+    },
+  )
+
+  r.post(
+    '/v1/users/:user_id/api_key',
+    {
+      schema: {
+        tags,
+        summary: "Replace a user's API key (API key only)",
+        params: UserParams,
+        response: ApiKeyResponse,
+      },
+      config: { access: { policy: onUser('U'), credentials: ['api_key'] } },
+    },
+    async (req) => ({
+      api_key: await users.rotateApiKey(req.actor.principal.accountId, param(req)),
+    }),
+  )
+
+  r.post(
+    '/v1/users/:user_id/access_key',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the access/secret key pair (deprecated)',
+        deprecated: true,
+        params: UserParams,
+        response: AccessKeyResponse,
+      },
+      config: { access: { policy: onUser('U') } },
+    },
+    async (req) => {
+      const id = param(req)
+      const pair = await users.replaceAccessKeyPair(req.actor.principal.accountId, id)
+      return { user: { id, user_id: id, access_key: pair.accessKey, secret_key: pair.secretKey } }
+    },
+  )
+}

@@ -1,0 +1,18 @@
+export { ANY, matches, SELF_ID } from './matcher.js'
+export {
+  CompiledPolicy,
+  Grants,
+  type ItemScope,
+  inScopes,
+  PolicyFormatError,
+  parsePolicy,
+} from './policy.js'
+export { ownedItem, ownerScoped, resource, resourceText } from './resource.js'
+export type {
+  Activity,
+  Caller,
+  Permission,
+  PolicyStatement,
+  Requirement,
+  Resource,
+} from './types.js'

@@ -1,0 +1,170 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { createDeps, type Deps } from '../../src/deps.js'
+import type { Clock } from '../../src/lib/clock.js'
+import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
+import type { PolicyStatement } from '../../src/policy/index.js'
+import { openTestStore } from './store.js'
+
+/** Cheap argon2 parameters keep the suite fast; production uses the OWASP ones. */
+export const TEST_ARGON2 = { memoryCost: 1024, timeCost: 1 }
+
+export interface Admin extends AccountCredentials {
+  userId: string
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  deps: Deps
+  /** Admin of the first account (full access). */
+  admin: Admin
+  api: Api
+  /** A second, independent account with its own admin. */
+  newAccount(): Promise<Admin>
+  close(): Promise<void>
+}
+
+export async function buildTestApp(options: { clock?: Clock } = {}): Promise<TestApp> {
+  const store = await openTestStore()
+  const deps = createDeps(store, {
+    argon2: TEST_ARGON2,
+    ...(options.clock ? { clock: options.clock } : {}),
+  })
+  const app = await buildApp(deps)
+  await app.ready()
+  const api = new Api(app)
+  const newAccount = async (): Promise<Admin> => {
+    const creds = await deps.accounts.createWithAdmin()
+    const me = await api.get('/v1/auth/me', { auth: creds.api_key })
+    return { ...creds, userId: me.json().user.id }
+  }
+  const admin = await newAccount()
+  return {
+    app,
+    deps,
+    admin,
+    api,
+    newAccount,
+    close: async () => {
+      await app.close()
+      await store.close()
+    },
+  }
+}
+
+export interface CallOptions {
+  /** API key or access token: sent as Basic `<credential>:`. */
+  auth?: string
+  /** SAT-style Basic pair. */
+  basic?: { username: string; password: string }
+  /** urlencoded form body. */
+  form?: Record<string, string>
+  /** multipart form body (as the official SDK sends v1 bodies). */
+  multipart?: Record<string, string>
+  json?: unknown
+  query?: Record<string, string>
+  headers?: Record<string, string>
+}
+
+export function basicHeader(user: string, password = ''): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+}
+
+export function multipartBody(fields: Record<string, string>): {
+  body: string
+  contentType: string
+} {
+  const boundary = `----coffer${Math.random().toString(16).slice(2)}`
+  const parts = Object.entries(fields).map(
+    ([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`,
+  )
+  return {
+    body: `${parts.join('')}--${boundary}--\r\n`,
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  }
+}
+
+/** Thin wrapper over `app.inject()` for the encodings real clients use. */
+export class Api {
+  constructor(readonly app: FastifyInstance) {}
+
+  call(
+    method: InjectOptions['method'],
+    url: string,
+    o: CallOptions = {},
+  ): Promise<LightMyRequestResponse> {
+    const headers: Record<string, string> = { ...(o.headers ?? {}) }
+    if (o.auth !== undefined) headers.authorization = basicHeader(o.auth)
+    if (o.basic) headers.authorization = basicHeader(o.basic.username, o.basic.password)
+    let payload: string | undefined
+    if (o.form) {
+      headers['content-type'] = 'application/x-www-form-urlencoded'
+      payload = new URLSearchParams(o.form).toString()
+    } else if (o.multipart) {
+      const m = multipartBody(o.multipart)
+      headers['content-type'] = m.contentType
+      payload = m.body
+    } else if (o.json !== undefined) {
+      headers['content-type'] = 'application/json'
+      payload = JSON.stringify(o.json)
+    }
+    return this.app.inject({
+      method,
+      url,
+      headers,
+      ...(payload !== undefined ? { payload } : {}),
+      ...(o.query ? { query: o.query } : {}),
+    })
+  }
+  get(url: string, o?: CallOptions) {
+    return this.call('GET', url, o)
+  }
+  post(url: string, o?: CallOptions) {
+    return this.call('POST', url, o)
+  }
+  put(url: string, o?: CallOptions) {
+    return this.call('PUT', url, o)
+  }
+  delete(url: string, o?: CallOptions) {
+    return this.call('DELETE', url, o)
+  }
+}
+
+export const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64')
+export const unb64 = (text: string) => JSON.parse(Buffer.from(text, 'base64').toString('utf8'))
+
+/** Creates a user (optionally in new groups with these policies); returns its id and credentials. */
+export async function createUser(
+  t: TestApp,
+  options: { username?: string; password?: string; policy?: PolicyStatement[]; auth?: string } = {},
+) {
+  const auth = options.auth ?? t.admin.api_key
+  const username = options.username ?? `user-${Math.random().toString(36).slice(2)}`
+  const form: Record<string, string> = { username }
+  if (options.password) form.password = options.password
+  if (options.policy) {
+    const g = await t.api.post('/v1/groups', {
+      auth,
+      form: { name: `g-${username}`, policy: b64(options.policy) },
+    })
+    if (g.statusCode !== 200) throw new Error(`group create failed: ${g.body}`)
+    form.group_ids = g.json().group.id
+  }
+  const res = await t.api.post('/v1/users', { auth, form })
+  if (res.statusCode !== 200) throw new Error(`user create failed: ${res.body}`)
+  const user = res.json().user
+  return {
+    id: user.id as string,
+    username,
+    apiKey: user.api_key as string,
+    accessToken: user.access_token as string,
+  }
+}
+
+/** Asserts the error envelope and returns its `error` object. */
+export function errorOf(res: LightMyRequestResponse) {
+  const body = res.json()
+  if (body.result !== 'error' || typeof body.transaction_id !== 'string')
+    throw new Error(`not an error envelope: ${res.body}`)
+  return body.error as { message: string; type: string; code: string }
+}

@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { openStore, type Store } from '../../src/store/db.js'
+import { migrateToLatest } from '../../src/store/migrate.js'
+
+/** `TEST_DATABASE=postgres` runs the same suite on a real PostgreSQL server. */
+export const testDialect = process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
+export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/**
+ * A migrated, empty store: in-memory SQLite, or a fresh schema on the PostgreSQL server (dropped
+ * on close), so test files never see each other's rows.
+ */
+export async function openTestStore(): Promise<Store> {
+  if (testDialect === 'sqlite') {
+    const store = openStore({ url: ':memory:' })
+    await migrateToLatest(store.db)
+    return store
+  }
+  const schema = `coffer_test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: TEST_PG_URL })
+  await admin.connect()
+  await admin.query(`create schema ${schema}`)
+  await admin.end()
+  const store = openStore({ url: TEST_PG_URL, pgSchema: schema, pgPoolSize: 5 })
+  await migrateToLatest(store.db)
+  return {
+    ...store,
+    close: async () => {
+      await store.close()
+      const c = new pg.Client({ connectionString: TEST_PG_URL })
+      await c.connect()
+      await c.query(`drop schema ${schema} cascade`)
+      await c.end()
+    },
+  }
+}
