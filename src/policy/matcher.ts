@@ -67,7 +67,9 @@ function idTokenMatches(
     if (scopedOwner !== undefined) return ownerMatches(wanted, scopedOwner, caller)
     return r !== '' && res.ownerId != null && ownerMatches(wanted, res.ownerId, caller)
   }
-  return sameId(m, r)
+  // An owner-scoped resource (`…::$[Owner=X]`) is covered only by `.*` or an owner matcher,
+  // never by a literal token that merely equals it case-insensitively (`$[owner=X]`).
+  return ownerSelector(r) === undefined && sameId(m, r)
 }
 
 export function matches(

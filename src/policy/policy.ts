@@ -50,7 +50,7 @@ export class CompiledPolicy {
   readonly #statements: CompiledStatement[]
 
   get isEmpty(): boolean {
-    return this.#statements.every((s) => s.matchers.length === 0 || s.activities === '')
+    return this.#statements.every((s) => s.matchers.length === 0 || !/[CRUD]/.test(s.activities))
   }
 
   constructor(statements: readonly PolicyStatement[]) {
@@ -80,8 +80,9 @@ export class CompiledPolicy {
       for (const m of s.matchers) {
         if (m.length !== collection.length) continue
         if (!matches(m.slice(0, last), prefix, caller)) continue
-        covered = true
-        addItemToken(scope, m[last] as string, m[last - 1] as string, caller)
+        // A matcher that can cover neither the collection nor any item (e.g. `User::$[Owner=.*]`,
+        // or `$[id=self.id]` without a calling user) does not make the list readable.
+        if (addItemToken(scope, m[last] as string, m[last - 1] as string, caller)) covered = true
       }
     }
     return covered ? scope : null
@@ -103,28 +104,30 @@ function emptyScope(): ItemScope {
   return { all: false, ids: new Set(), ownerIds: new Set(), anyOwner: false }
 }
 
-function addItemToken(scope: ItemScope, token: string, type: string, caller: Caller): void {
-  if (token === '') return
+/** Adds what one matcher's last token covers; false when it covers nothing, not even the list. */
+function addItemToken(scope: ItemScope, token: string, type: string, caller: Caller): boolean {
+  if (token === '') return true
   if (token === ANY) {
     scope.all = true
-    return
+    return true
   }
   if (token === SELF_ID) {
-    if ((type === 'User' || type === 'GroupMembership') && caller.userId) {
-      scope.ids.add(caller.userId.toLowerCase())
-    }
-    return
+    if ((type !== 'User' && type !== 'GroupMembership') || !caller.userId) return false
+    scope.ids.add(caller.userId.toLowerCase())
+    return true
   }
   const owner = ownerSelector(token)
   if (owner !== undefined) {
-    if (type !== 'Document' && type !== 'Blob') return
+    if (type !== 'Document' && type !== 'Blob') return false
     if (owner === ANY) scope.anyOwner = true
     else if (owner === 'self') {
-      if (caller.userId) scope.ownerIds.add(caller.userId.toLowerCase())
+      if (!caller.userId) return false
+      scope.ownerIds.add(caller.userId.toLowerCase())
     } else scope.ownerIds.add(owner.toLowerCase())
-    return
+    return true
   }
   scope.ids.add(token.toLowerCase())
+  return true
 }
 
 /** True when an item passes every scope (a SAT's scope and its creator's both apply). */
