@@ -1,9 +1,23 @@
-import { type Kysely, type MigrationResultSet, Migrator } from 'kysely'
+import { type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from 'kysely'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 
-function migrator(db: Kysely<Database>): Migrator {
-  return new Migrator({ db, provider: { getMigrations: async () => migrations } })
+/**
+ * On PostgreSQL the migration tables are pinned to the current schema (the first of the
+ * search_path). Unpinned, Kysely takes a migration table in *any* schema of the server as its
+ * own, so stores in sibling schemas (test files running in parallel) break each other's migrations.
+ */
+async function migrator(db: Kysely<Database>): Promise<Migrator> {
+  const schema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db))
+          .rows[0]?.schema
+      : undefined
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  })
 }
 
 function check(result: MigrationResultSet): void {
@@ -15,13 +29,13 @@ function check(result: MigrationResultSet): void {
 
 /** Brings the schema up to date; safe to call on every start. */
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const result = await migrator(db).migrateToLatest()
+  const result = await (await migrator(db)).migrateToLatest()
   check(result)
   return (result.results ?? []).map((r) => r.migrationName)
 }
 
 export async function migrateDownAll(db: Kysely<Database>): Promise<void> {
-  const m = migrator(db)
+  const m = await migrator(db)
   for (;;) {
     const result = await m.migrateDown()
     check(result)

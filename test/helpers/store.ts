@@ -23,15 +23,18 @@ export async function openTestStore(): Promise<Store> {
   await admin.query(`create schema ${schema}`)
   await admin.end()
   const store = openStore({ url: TEST_PG_URL, pgSchema: schema, pgPoolSize: 5 })
-  await migrateToLatest(store.db)
-  return {
-    ...store,
-    close: async () => {
-      await store.close()
-      const c = new pg.Client({ connectionString: TEST_PG_URL })
-      await c.connect()
-      await c.query(`drop schema ${schema} cascade`)
-      await c.end()
-    },
+  const close = async () => {
+    await store.close()
+    const c = new pg.Client({ connectionString: TEST_PG_URL })
+    await c.connect()
+    await c.query(`drop schema if exists ${schema} cascade`)
+    await c.end()
   }
+  try {
+    await migrateToLatest(store.db)
+  } catch (e) {
+    await close()
+    throw e
+  }
+  return { ...store, close }
 }
