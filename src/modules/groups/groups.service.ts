@@ -90,7 +90,9 @@ export class GroupsService {
   }
 
   async list(actor: Actor): Promise<Group[]> {
-    const scopes = actor.grants.readScopes(['Group', '']) ?? []
+    const scopes = actor.grants.readScopes(['Group', ''])
+    // Fail closed: without any readable scope the route's check should already have refused.
+    if (!scopes) throw errors.permissionDenied()
     const rows = await repo.list(this.db, actor.principal.accountId, scopes)
     return rows.map((r) => toGroup(r))
   }

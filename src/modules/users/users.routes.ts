@@ -216,8 +216,7 @@ export async function userRoutes(
       const expiresAt = b.access_token_not_valid_after
         ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
         : undefined
-      const attributes =
-        b.attributes === undefined ? undefined : decodeBase64Json(b.attributes, 'attributes')
+      const attributes = attributesOf(b.attributes)
       const { row, accessToken } = await users.update(req.actor, param(req), {
         ...(b.username !== undefined ? { username: b.username } : {}),
         ...(b.password !== undefined ? { password: b.password } : {}),

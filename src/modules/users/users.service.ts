@@ -127,7 +127,9 @@ export class UsersService {
   }
 
   async list(actor: Actor, statuses: readonly string[]): Promise<UserRow[]> {
-    const scopes = actor.grants.readScopes(['User', '']) ?? []
+    const scopes = actor.grants.readScopes(['User', ''])
+    // Fail closed: without any readable scope the route's check should already have refused.
+    if (!scopes) throw errors.permissionDenied()
     const rows = await repo.list(this.db, actor.principal.accountId, statuses, scopes)
     return rows.filter((r) => inScopes(scopes, { id: r.id }))
   }
@@ -189,7 +191,8 @@ export class UsersService {
 
   /**
    * DELETE: the user becomes DEACTIVATED, which frees the username, kills every credential and
-   * leaves every group. No data is purged. A DEACTIVATED user is not found again.
+   * leaves every group. No data is purged: the user stays readable with its status, but
+   * deleting it again is a 404.
    */
   async deactivate(accountId: string, id: string): Promise<UserRow> {
     return this.db.transaction().execute(async (trx) => {
