@@ -82,7 +82,9 @@ describe('coffer command', () => {
     const me = await fetch(`http://127.0.0.1:${first.port}/v1/auth/me`, {
       headers: { authorization: `Basic ${Buffer.from(`${creds.api_key}:`).toString('base64')}` },
     })
-    expect((await me.json()).user.account_id).toBe(creds.account_id)
+    expect(((await me.json()) as { user: { account_id: string } }).user.account_id).toBe(
+      creds.account_id,
+    )
     const login = await fetch(`http://127.0.0.1:${first.port}/v1/auth/login`, {
       method: 'POST',
       body: new URLSearchParams({

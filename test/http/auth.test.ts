@@ -233,7 +233,12 @@ describe('auth', () => {
     })
 
     it('answers 400 for missing, garbage or SAT-shaped credentials', async () => {
-      for (const headers of [{}, { authorization: 'Basic !!!' }, { authorization: 'Bearer abc' }]) {
+      const cases: Record<string, string>[] = [
+        {},
+        { authorization: 'Basic !!!' },
+        { authorization: 'Bearer abc' },
+      ]
+      for (const headers of cases) {
         const res = await t.api.get('/v1/auth/me', { headers })
         expect(res.statusCode).toBe(400)
         expect(errorOf(res).code).toBe('INVALID_AUTHORIZATION')
