@@ -75,23 +75,26 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
       throw new Error(`route ${route.method} ${route.url} declares no access rule`)
   })
 
+  // Credentials are checked before the body is read: an anonymous client never makes us parse
+  // a multipart body. The policy needs the validated request, so it waits for preHandler.
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access
     if (!access || 'public' in access) return
-    request.principal = await authenticate(deps, request.headers.authorization)
-  })
-
-  app.addHook('preHandler', async (request: FastifyRequest) => {
-    const access = request.routeOptions.config.access
-    if (!access || 'public' in access) return
-    const principal = request.principal
+    const principal = await authenticate(deps, request.headers.authorization)
     if (!principal) throw unauthenticated(access.invalidStatus)
     const allowed = access.credentials ?? USER_CREDENTIALS
     if (!allowed.includes(credentialKind(principal))) {
       if (access.invalidStatus === 400) throw errors.invalidAuthorization()
       throw errors.credentialKindNotAllowed(allowed.map((k) => k.replace('_', ' ')).join(' or '))
     }
-    if ('self' in access) return
+    request.principal = principal
+  })
+
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const access = request.routeOptions.config.access
+    if (!access || 'public' in access || 'self' in access) return
+    const principal = request.principal
+    if (!principal) throw errors.unauthenticated()
     const grants = await deps.authz.grantsFor(principal)
     request.actor = { principal, grants }
     // A caller whose groups grant nothing gets 401 everywhere, whatever the route's 404 rule.
