@@ -11,12 +11,13 @@ export function isTrue(value: unknown): boolean {
 
 /**
  * Decodes a base64 JSON field as v1 clients send it. Ruby's encoder inserts newlines every
- * 60 characters, and URL-encoded forms may turn `+` into a space, so whitespace is dropped and
- * URL-safe letters are accepted before decoding.
+ * 60 characters (dropped), URL-encoded forms turn an unescaped `+` into a space (restored), and
+ * URL-safe letters are accepted.
  */
 export function decodeBase64Json(value: unknown, field: string): unknown {
   if (typeof value !== 'string') throw errors.invalidField(field, 'must be a base64 string')
-  const compact = value.replace(/\s+/g, '').replace(/-/g, '+').replace(/_/g, '/')
+  // A raw `+` in an urlencoded body arrives as a space; other whitespace is line wrapping.
+  const compact = value.replace(/ /g, '+').replace(/\s+/g, '').replace(/-/g, '+').replace(/_/g, '/')
   if (compact.length === 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
     throw errors.invalidField(field, 'must be base64-encoded JSON')
   }
