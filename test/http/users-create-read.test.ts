@@ -689,3 +689,27 @@ describe('users: create and read', () => {
     })
   })
 })
+
+describe('SDK password artifacts', () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = await buildTestApp()
+  })
+  afterAll(() => t.close())
+
+  it('treats the literal passwords "undefined" and "null" as no password', async () => {
+    for (const password of ['undefined', 'null']) {
+      const username = `artifact-${password}`
+      const created = await t.api.post('/v1/users', {
+        auth: t.admin.api_key,
+        multipart: { username, password },
+      })
+      expect(created.statusCode).toBe(200)
+      const login = await t.api.post('/v1/auth/login', {
+        form: { account_id: t.admin.account_id, username, password },
+      })
+      expect(login.statusCode).toBe(401)
+      expect(errorOf(login).code).toBe('LOGIN_FAILED')
+    }
+  })
+})

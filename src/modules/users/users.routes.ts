@@ -40,6 +40,17 @@ function attributesOf(value: string | undefined): unknown {
     : decodeBase64Json(value, 'attributes')
 }
 
+/**
+ * The official SDK's `createUser(name)` sends the text "undefined" as the password (FormData
+ * stringifies it) and TrueVault's React sample sends "null" for invited users: both mean "no
+ * password", never a guessable one.
+ */
+function passwordOf(value: string | undefined): string | undefined {
+  return value === undefined || value === '' || value === 'undefined' || value === 'null'
+    ? undefined
+    : value
+}
+
 function listStatuses(value: string | undefined): string[] {
   if (!value?.trim()) return ['ACTIVATED']
   return value.split(',').map((raw) => {
@@ -112,7 +123,7 @@ export async function userRoutes(
       const now = clock.now()
       const created = await users.create(req.actor.principal.accountId, {
         username: b.username,
-        password: b.password || undefined,
+        password: passwordOf(b.password),
         attributes: attributesOf(b.attributes),
         groupIds: parseIdList(b.group_ids, 'group_ids'),
         status: b.status || undefined,
