@@ -1,0 +1,117 @@
+/** Formats results: one line per scenario as it finishes, and a Markdown table at the end. */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import type { Scenario } from './scenarios.js'
+
+export interface Measurement {
+  scenario: Scenario
+  /** Mean of the per-second request counts. */
+  reqPerSec: number
+  p50Ms: number
+  p99Ms: number
+  requests: number
+  non2xx: number
+  /** Connection errors, timeouts included. */
+  errors: number
+  timeouts: number
+  statusCodes: Record<string, number>
+  /** A problem seen by the single pre-flight request (status and body), if any. */
+  preflightProblem?: string
+}
+
+export interface RunInfo {
+  date: Date
+  durationS: number
+  warmupS: number
+  connections: number
+  database: string
+  node: string
+  cpus: number
+}
+
+export function isBroken(m: Measurement): boolean {
+  return m.non2xx > 0 || m.errors > 0 || m.preflightProblem !== undefined
+}
+
+const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-')
+
+function ratio(m: Measurement, bare: number | undefined): string {
+  if (!bare || bare <= 0 || !Number.isFinite(m.reqPerSec)) return '-'
+  const r = m.reqPerSec / bare
+  // Two significant digits however small: login is a fraction of a percent of bare.
+  return `${r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}x`
+}
+
+export function formatLine(m: Measurement, bare: number | undefined): string {
+  return [
+    m.scenario.name.padEnd(22),
+    `${fixed(m.reqPerSec, 1).padStart(9)} req/s`,
+    `p50 ${fixed(m.p50Ms, 2).padStart(7)} ms`,
+    `p99 ${fixed(m.p99Ms, 2).padStart(7)} ms`,
+    `ratio ${ratio(m, bare).padStart(7)}`,
+    `non-2xx ${m.non2xx}`,
+    `errors ${m.errors}`,
+  ].join('  ')
+}
+
+/** A loud, multi-line complaint for a scenario whose numbers cannot be trusted. */
+export function formatProblems(m: Measurement): string {
+  const lines = [`!!! BROKEN SCENARIO: ${m.scenario.name} — its numbers measure failures, not work`]
+  if (m.preflightProblem) lines.push(`!!!   pre-flight request: ${m.preflightProblem}`)
+  if (m.non2xx > 0) {
+    const codes = Object.entries(m.statusCodes)
+      .map(([code, count]) => `${code}: ${count}`)
+      .join(', ')
+    lines.push(`!!!   ${m.non2xx} non-2xx of ${m.requests} responses (status codes ${codes})`)
+  }
+  if (m.errors > 0) lines.push(`!!!   ${m.errors} connection errors (${m.timeouts} timeouts)`)
+  return lines.join('\n')
+}
+
+/** A Markdown table padded the way `biome format` lays tables out (it checks this file). */
+function table(header: string[], rightAligned: boolean[], rows: string[][]): string[] {
+  const widths = header.map((h, i) =>
+    Math.max(3, h.length, ...rows.map((r) => (r[i] ?? '').length)),
+  )
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (rightAligned[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join(' | ')} |`
+  const rule = widths.map((w, i) => (rightAligned[i] ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w)))
+  return [line(header), `| ${rule.join(' | ')} |`, ...rows.map(line)]
+}
+
+export function markdown(run: RunInfo, results: Measurement[]): string {
+  const bare = results.find((m) => m.scenario.server === 'bare')?.reqPerSec
+  const tableLines = table(
+    ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'non-2xx'],
+    [false, true, true, true, true, true],
+    results.map((m) => [
+      m.scenario.name,
+      fixed(m.reqPerSec, 1),
+      fixed(m.p50Ms, 2),
+      fixed(m.p99Ms, 2),
+      ratio(m, bare),
+      `${m.non2xx}${isBroken(m) ? ' **BROKEN**' : ''}`,
+    ]),
+  )
+  const notes = results
+    .filter((m) => m.scenario.note)
+    .map((m) => `- ${m.scenario.name}: ${m.scenario.note}`)
+  const broken = results.filter(isBroken).map((m) => formatProblems(m))
+  return [
+    '# Coffer bench: latest results',
+    '',
+    `${run.date.toISOString()}, Node ${run.node}, ${run.cpus} CPUs, database ${run.database}.`,
+    `Each scenario: ${run.warmupS} s warm-up, then ${run.durationS} s with ${run.connections} connections (autocannon, 127.0.0.1, server in a child process).`,
+    'Numbers from a shared machine are noisy; compare ratios within one run, not across runs.',
+    '',
+    ...tableLines,
+    ...(notes.length ? ['', ...notes] : []),
+    ...(broken.length ? ['', '```', ...broken, '```'] : []),
+    '',
+  ].join('\n')
+}
+
+export function writeReport(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(file, text)
+}
