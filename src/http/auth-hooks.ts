@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import type { AuthzService } from '../modules/auth/authz.service.js'
+import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
 import type { CredentialsService } from '../modules/auth/credentials.service.js'
 import {
   type Actor,
@@ -39,11 +40,23 @@ export function parseBasic(header: string | undefined): { user: string; password
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
 }
 
-async function authenticate(deps: AuthDeps, header: string | undefined): Promise<Principal | null> {
+async function authenticate(
+  deps: AuthDeps,
+  header: string | undefined,
+  withPolicies: boolean,
+): Promise<Principal | null> {
   const basic = parseBasic(header)
   if (!basic || basic.user.length > 512 || basic.password.length > 512) return null
   if (basic.password !== '') return deps.scopedTokens.resolve(basic.user, basic.password)
-  const credential = await deps.credentials.resolve(basic.user)
+  let credential: ActiveCredential | undefined
+  let groupPolicies: string[] | undefined
+  if (withPolicies) {
+    const found = await deps.credentials.resolveWithPolicies(basic.user)
+    credential = found?.credential
+    groupPolicies = found?.policies
+  } else {
+    credential = await deps.credentials.resolve(basic.user)
+  }
   if (!credential) return null
   return {
     kind: 'user',
@@ -51,6 +64,15 @@ async function authenticate(deps: AuthDeps, header: string | undefined): Promise
     accountId: credential.account_id,
     userId: credential.user_id,
     credentialDigest: credential.digest,
+    user: {
+      id: credential.user_id,
+      account_id: credential.account_id,
+      username: credential.username,
+      status: credential.status,
+      attributes: credential.attributes,
+      mfa_enrolled: credential.mfa_enrolled,
+    },
+    ...(groupPolicies ? { groupPolicies } : {}),
   }
 }
 
@@ -80,7 +102,7 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access
     if (!access || 'public' in access) return
-    const principal = await authenticate(deps, request.headers.authorization)
+    const principal = await authenticate(deps, request.headers.authorization, 'policy' in access)
     if (!principal) throw unauthenticated(access.invalidStatus)
     const allowed = access.credentials ?? USER_CREDENTIALS
     if (!allowed.includes(credentialKind(principal))) {

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import type { Database } from './schema.js'
+import { cachingDatabase } from './statement-cache.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -38,7 +39,9 @@ function openSqlite(file: string): Store {
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) })
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: cachingDatabase(database) }),
+  })
   return { db, dialect: 'sqlite', close: () => db.destroy() }
 }
 

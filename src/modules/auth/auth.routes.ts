@@ -36,8 +36,9 @@ export async function authRoutes(
 ): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
-  async function ownView(p: UserPrincipal, full: boolean) {
-    const row = await services.users.get(p.accountId, p.userId)
+  /** The caller as authenticated in this request, or re-read after a change. */
+  async function ownView(p: UserPrincipal, full: boolean, reread = false) {
+    const row = reread ? await services.users.get(p.accountId, p.userId) : p.user
     const groupIds = full
       ? (await services.groups.groupIdsOfUsers(p.accountId, [row.id])).get(row.id)
       : undefined
@@ -83,8 +84,7 @@ export async function authRoutes(
       const p = me(req)
       if (!(await services.credentials.revoke(p.accountId, p.credentialDigest)))
         throw errors.unauthenticated()
-      const row = await services.users.get(p.accountId, p.userId)
-      return { logout: userView(row) }
+      return { logout: userView(p.user) }
     },
   )
 
@@ -117,7 +117,7 @@ export async function authRoutes(
         p.userId,
         decodeBase64Json(req.body.attributes, 'attributes'),
       )
-      return { user: await ownView(p, isTrue(req.query.full)) }
+      return { user: await ownView(p, isTrue(req.query.full), true) }
     },
   )
 }

@@ -1,22 +1,40 @@
-import { CompiledPolicy, Grants } from '../../policy/index.js'
+import { CompiledPolicy, Grants, type PolicyStatement } from '../../policy/index.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import type { Principal } from './principal.js'
 
+const CACHE_SIZE = 1000
+
 /**
  * Builds what a principal may do from its groups' current policies, on every request: a change
- * of membership or policy applies to the very next request. A SAT is bounded by its creator.
+ * of membership or policy applies to the very next request. Only the compilation is cached,
+ * keyed by the policies' exact text, so a changed policy is simply a new key.
  */
 export class AuthzService {
+  readonly #compiled = new Map<string, CompiledPolicy>()
+
   constructor(private readonly groups: GroupsService) {}
 
   async grantsFor(principal: Principal): Promise<Grants> {
-    if (principal.kind === 'user') {
-      const statements = await this.groups.policiesOfUser(principal.accountId, principal.userId)
-      return new Grants([new CompiledPolicy(statements)], { userId: principal.userId })
+    const userId = principal.kind === 'user' ? principal.userId : principal.creatorId
+    // Policy-checked routes read the policies with the credential; others query them now.
+    const texts =
+      (principal.kind === 'user' ? principal.groupPolicies : undefined) ??
+      (await this.groups.policyTextsOfUser(principal.accountId, userId))
+    const userPolicy = this.#compile(texts)
+    if (principal.kind === 'user') return new Grants([userPolicy], { userId })
+    // A SAT is bounded by its creator: both layers must allow.
+    return new Grants([new CompiledPolicy(principal.policy), userPolicy], { userId })
+  }
+
+  #compile(texts: string[]): CompiledPolicy {
+    const key = texts.join('\n')
+    let policy = this.#compiled.get(key)
+    if (!policy) {
+      policy = new CompiledPolicy(texts.flatMap((t) => JSON.parse(t) as PolicyStatement[]))
+      if (this.#compiled.size >= CACHE_SIZE)
+        this.#compiled.delete(this.#compiled.keys().next().value as string)
+      this.#compiled.set(key, policy)
     }
-    const creator = await this.groups.policiesOfUser(principal.accountId, principal.creatorId)
-    return new Grants([new CompiledPolicy(principal.policy), new CompiledPolicy(creator)], {
-      userId: principal.creatorId,
-    })
+    return policy
   }
 }

@@ -1,4 +1,5 @@
 import type { Executor } from '../../store/executor.js'
+import { precompiled } from '../../store/precompiled.js'
 
 export type StoredCredentialKind = 'api_key' | 'access_token'
 
@@ -7,27 +8,91 @@ export interface ActiveCredential {
   account_id: string
   user_id: string
   kind: StoredCredentialKind
+  /** The user's public columns, read in the same query (self routes need nothing more). */
+  username: string
+  status: string
+  attributes: string
+  mfa_enrolled: number
 }
 
 /** Credentials of users whose status still lets them act (LOCKED and DEACTIVATED cannot). */
 const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 
+const findUsableQuery = precompiled((db: Executor, digest: string, now: string) =>
+  db
+    .selectFrom('credentials as c')
+    .innerJoin('users as u', (j) =>
+      j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
+    )
+    .select([
+      'c.digest',
+      'c.account_id',
+      'c.user_id',
+      'c.kind',
+      'u.username',
+      'u.status',
+      'u.attributes',
+      'u.mfa_enrolled',
+    ])
+    .where('c.digest', '=', digest)
+    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
+    .where('u.status', 'in', USABLE_STATUSES),
+)
+
+/** The credential with this digest, if unexpired and its user may still act (hot path). */
 export async function findUsable(
   db: Executor,
   digest: string,
   now: string,
 ): Promise<ActiveCredential | undefined> {
-  const row = await db
+  const [row] = await findUsableQuery(db, digest, now)
+  return row as ActiveCredential | undefined
+}
+
+const findUsableWithPoliciesQuery = precompiled((db: Executor, digest: string, now: string) =>
+  db
     .selectFrom('credentials as c')
     .innerJoin('users as u', (j) =>
       j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
     )
-    .select(['c.digest', 'c.account_id', 'c.user_id', 'c.kind'])
+    .leftJoin('group_members as m', (j) =>
+      j.onRef('m.account_id', '=', 'c.account_id').onRef('m.user_id', '=', 'c.user_id'),
+    )
+    .leftJoin('groups as g', (j) =>
+      j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
+    )
+    .select([
+      'c.digest',
+      'c.account_id',
+      'c.user_id',
+      'c.kind',
+      'u.username',
+      'u.status',
+      'u.attributes',
+      'u.mfa_enrolled',
+      'g.policy',
+    ])
     .where('c.digest', '=', digest)
     .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
-    .where('u.status', 'in', USABLE_STATUSES)
-    .executeTakeFirst()
-  return row as ActiveCredential | undefined
+    .where('u.status', 'in', USABLE_STATUSES),
+)
+
+/**
+ * The credential as `findUsable` gives it, plus the JSON policy of every group of its user, in
+ * one query: every policy-checked request needs both, and this is its hottest path. (It reads
+ * the groups tables directly for that reason.)
+ */
+export async function findUsableWithPolicies(
+  db: Executor,
+  digest: string,
+  now: string,
+): Promise<{ credential: ActiveCredential; policies: string[] } | undefined> {
+  const rows = await findUsableWithPoliciesQuery(db, digest, now)
+  const [first] = rows
+  if (!first) return undefined
+  const { policy: _policy, ...credential } = first
+  const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
+  return { credential: credential as ActiveCredential, policies }
 }
 
 export async function insert(

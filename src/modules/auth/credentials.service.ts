@@ -22,6 +22,15 @@ export class CredentialsService {
     return repo.findUsable(this.db, digestSecret(secret), this.clock.now().toISOString())
   }
 
+  /** `resolve` plus the user's group policies (JSON texts, sorted), in one query. */
+  resolveWithPolicies(secret: string) {
+    return repo.findUsableWithPolicies(
+      this.db,
+      digestSecret(secret),
+      this.clock.now().toISOString(),
+    )
+  }
+
   defaultExpiry(): string {
     return new Date(this.clock.now().getTime() + ACCESS_TOKEN_TTL_MS).toISOString()
   }

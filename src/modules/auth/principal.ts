@@ -11,6 +11,23 @@ export interface UserPrincipal {
   userId: string
   /** Digest of the credential used, so logout can revoke exactly that token. */
   credentialDigest: string
+  /** The user as read while authenticating this request (no secrets). */
+  user: UserSnapshot
+  /**
+   * The user's group policies (JSON texts, sorted) when they were read together with the
+   * credential — done for policy-checked routes, so authorization needs no second query.
+   */
+  groupPolicies?: string[]
+}
+
+/** The public columns of a user row: what `self` routes show. */
+export interface UserSnapshot {
+  id: string
+  account_id: string
+  username: string
+  status: string
+  attributes: string
+  mfa_enrolled: number
 }
 
 /** A scoped access token: its own policy, bounded by its creator's current permissions. */

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
+import { precompiled } from '../../store/precompiled.js'
 import type { GroupsTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
 
@@ -121,21 +122,24 @@ export function membershipsOf(db: Executor, accountId: string, userIds: readonly
     .execute()
 }
 
-/** Policies (JSON text) of every group the user belongs to. */
-export async function policiesOfUser(
-  db: Executor,
-  accountId: string,
-  userId: string,
-): Promise<string[]> {
-  const rows = await db
+const policiesOfUserQuery = precompiled((db: Executor, accountId: string, userId: string) =>
+  db
     .selectFrom('group_members as m')
     .innerJoin('groups as g', (j) =>
       j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
     )
     .select('g.policy')
     .where('m.account_id', '=', accountId)
-    .where('m.user_id', '=', userId)
-    .execute()
+    .where('m.user_id', '=', userId),
+)
+
+/** Policies (JSON text) of every group the user belongs to (hot path: every policy check). */
+export async function policiesOfUser(
+  db: Executor,
+  accountId: string,
+  userId: string,
+): Promise<string[]> {
+  const rows = await policiesOfUserQuery(db, accountId, userId)
   return rows.map((r) => r.policy)
 }
 

@@ -155,8 +155,13 @@ export class GroupsService {
 
   /** Every policy statement of every group of the user: the input of the policy engine. */
   async policiesOfUser(accountId: string, userId: string): Promise<PolicyStatement[]> {
-    const texts = await repo.policiesOfUser(this.db, accountId, userId)
+    const texts = await this.policyTextsOfUser(accountId, userId)
     return texts.flatMap((t) => JSON.parse(t) as PolicyStatement[])
+  }
+
+  /** The stored JSON of each group policy of the user, sorted (a stable cache key). */
+  async policyTextsOfUser(accountId: string, userId: string): Promise<string[]> {
+    return (await repo.policiesOfUser(this.db, accountId, userId)).sort()
   }
 
   /** user id → group ids, for `full` user reads. */

@@ -1,4 +1,4 @@
-import type { UserRow } from './users.repo.js'
+import type { UserSnapshot } from '../auth/principal.js'
 
 /** A user as the API shows it; secrets and hashes never appear here. */
 export interface UserView {
@@ -22,7 +22,7 @@ export interface ViewOptions {
   attributes?: 'base64' | 'json'
 }
 
-export function userView(row: UserRow, options: ViewOptions = {}): UserView {
+export function userView(row: UserSnapshot, options: ViewOptions = {}): UserView {
   const view: UserView = {
     id: row.id,
     user_id: row.id,

@@ -1,6 +1,7 @@
 import type { Selectable, Updateable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
+import { precompiled } from '../../store/precompiled.js'
 import type { UsersTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
 
@@ -11,13 +12,13 @@ export async function insert(db: Executor, row: UserRow): Promise<void> {
   await db.insertInto('users').values(row).execute()
 }
 
-export function findById(db: Executor, accountId: string, id: string) {
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .executeTakeFirst()
+const findByIdQuery = precompiled((db: Executor, accountId: string, id: string) =>
+  db.selectFrom('users').selectAll().where('account_id', '=', accountId).where('id', '=', id),
+)
+
+export async function findById(db: Executor, accountId: string, id: string) {
+  const [row] = await findByIdQuery(db, accountId, id)
+  return row
 }
 
 export function findByIds(db: Executor, accountId: string, ids: readonly string[]) {
