@@ -68,11 +68,21 @@ export function parseFutureTime(value: unknown, field: string, now: Date): strin
     throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
   }
   const text = value.trim()
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(text)) {
+  const m = /^(\d{4}-\d{2}-\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(
+    text,
+  )
+  if (!m) throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
+  // A time without an offset is UTC (as a bare date is), never the server's local time; and an
+  // impossible day (Feb 31) is refused instead of rolling over into the next month.
+  const at = new Date(m[2] !== undefined && m[5] === undefined ? `${text}Z` : text)
+  const day = new Date(`${m[1]}T00:00:00Z`)
+  if (
+    Number.isNaN(at.getTime()) ||
+    Number.isNaN(day.getTime()) ||
+    day.toISOString().slice(0, 10) !== m[1]
+  ) {
     throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
   }
-  const at = new Date(text)
-  if (Number.isNaN(at.getTime())) throw errors.invalidField(field, 'must be an ISO 8601 timestamp')
   if (at.getTime() <= now.getTime()) throw errors.invalidField(field, 'must be in the future')
   return at.toISOString()
 }
