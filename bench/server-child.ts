@@ -5,9 +5,12 @@
  * until its stdin closes (the parent died).
  */
 import { randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
+import { FsBlobStore } from '../src/blob/fs-blob-store.js'
+import { MasterKey } from '../src/crypto/master-key.js'
 import { createDeps } from '../src/deps.js'
 import { openStore, type Store } from '../src/store/db.js'
 import { migrateToLatest } from '../src/store/migrate.js'
@@ -54,7 +57,11 @@ async function openBenchStore(): Promise<Store> {
 async function startCoffer(): Promise<Running> {
   const store = await openBenchStore()
   // Production argon2 parameters (the default): login is meant to be measured as deployed.
-  const deps = createDeps(store)
+  const blobDir = join(process.env[ENV.dataDir] ?? tmpdir(), `coffer-bench-blobs-${process.pid}`)
+  const deps = createDeps(store, {
+    masterKey: MasterKey.generate(),
+    blobStore: new FsBlobStore(blobDir),
+  })
   const admin = await deps.accounts.createWithAdmin()
   const adminRow = await deps.users.findForLogin(admin.account_id, admin.username)
   if (!adminRow) throw new Error('the admin user was not created')

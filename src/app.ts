@@ -8,8 +8,11 @@ import { registerBodyParsers } from './http/body.js'
 import { registerErrorHandling } from './http/errors.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
+import { blobRoutes } from './modules/blobs/blobs.routes.js'
+import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { userRoutes } from './modules/users/users.routes.js'
+import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger']
@@ -120,5 +123,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await authRoutes(app, deps)
   await userRoutes(app, deps.users, deps.groups, deps.clock)
   await groupRoutes(app, deps.groups)
+  await vaultRoutes(app, deps.vaults)
+  await documentRoutes(app, deps.documents)
+  await blobRoutes(app, deps.blobService)
   return app
 }

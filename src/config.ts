@@ -17,6 +17,26 @@ export interface Config {
   /** Largest request body outside BLOB uploads. */
   bodyLimitBytes: number
   env: 'development' | 'production'
+  /** Base64 of the 32-byte master key, when given in the environment. */
+  masterKey: string | undefined
+  /** `coffer keys rotate` only: the key to rotate to (else one is generated into the key file). */
+  newMasterKey: string | undefined
+  /** Where the master key is read from (and, for a new embedded database, generated into). */
+  masterKeyFile: string
+  blobStore: 'fs' | 's3'
+  /** Folder of the filesystem blob store. */
+  blobDir: string
+  s3: S3Config | undefined
+}
+
+export interface S3Config {
+  endpoint: string | undefined
+  region: string
+  bucket: string
+  accessKeyId: string | undefined
+  secretAccessKey: string | undefined
+  forcePathStyle: boolean
+  prefix: string
 }
 
 export class ConfigError extends Error {
@@ -63,6 +83,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) {
     problems.push('COFFER_BODY_LIMIT_BYTES must be an integer of at least 1024')
   }
+  const masterKey = env.COFFER_MASTER_KEY || undefined
+  if (masterKey !== undefined && !/^[A-Za-z0-9+/]{43}=?$/.test(masterKey.trim())) {
+    problems.push('COFFER_MASTER_KEY must be the base64 of exactly 32 bytes')
+  }
+  const newMasterKey = env.COFFER_NEW_MASTER_KEY || undefined
+  if (newMasterKey !== undefined && !/^[A-Za-z0-9+/]{43}=?$/.test(newMasterKey.trim())) {
+    problems.push('COFFER_NEW_MASTER_KEY must be the base64 of exactly 32 bytes')
+  }
+  const blobStore = env.COFFER_BLOB_STORE || 'fs'
+  if (blobStore !== 'fs' && blobStore !== 's3') problems.push('COFFER_BLOB_STORE must be fs or s3')
+  let s3: S3Config | undefined
+  if (blobStore === 's3') {
+    if (!env.COFFER_S3_BUCKET)
+      problems.push('COFFER_S3_BUCKET is required with COFFER_BLOB_STORE=s3')
+    s3 = {
+      endpoint: env.COFFER_S3_ENDPOINT || undefined,
+      region: env.COFFER_S3_REGION || 'us-east-1',
+      bucket: env.COFFER_S3_BUCKET || '',
+      accessKeyId: env.COFFER_S3_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.COFFER_S3_SECRET_ACCESS_KEY || undefined,
+      forcePathStyle: flag('COFFER_S3_FORCE_PATH_STYLE', env.COFFER_S3_FORCE_PATH_STYLE, problems),
+      prefix: env.COFFER_S3_PREFIX || '',
+    }
+  }
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -72,6 +116,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: flag('COFFER_TRUST_PROXY', env.COFFER_TRUST_PROXY, problems),
     bodyLimitBytes: bodyLimit,
     env: appEnv as Config['env'],
+    masterKey,
+    newMasterKey,
+    masterKeyFile: resolve(env.COFFER_MASTER_KEY_FILE || join(dataDir, 'master.key')),
+    blobStore: blobStore as Config['blobStore'],
+    blobDir: join(dataDir, 'blobs'),
+    s3,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

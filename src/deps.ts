@@ -1,3 +1,9 @@
+import type { BlobStore } from './blob/blob-store.js'
+import { FsBlobStore } from './blob/fs-blob-store.js'
+import { S3BlobStore } from './blob/s3-blob-store.js'
+import type { Config } from './config.js'
+import { Keyring } from './crypto/keyring.js'
+import type { MasterKey } from './crypto/master-key.js'
 import { PasswordHasher, type PasswordHasherOptions } from './crypto/passwords.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
@@ -6,13 +12,19 @@ import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
 import { LoginThrottle } from './modules/auth/login-throttle.js'
 import { noScopedTokens, type ScopedTokenResolver } from './modules/auth/principal.js'
+import { BlobsService } from './modules/blobs/blobs.service.js'
+import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { UsersService } from './modules/users/users.service.js'
+import { VaultsService } from './modules/vaults/vaults.service.js'
+import { dataKeyStore } from './store/data-keys.repo.js'
 import type { Store } from './store/db.js'
 
 export interface Deps {
   store: Store
   clock: Clock
+  keyring: Keyring
+  blobs: BlobStore
   hasher: PasswordHasher
   credentials: CredentialsService
   scopedTokens: ScopedTokenResolver
@@ -21,26 +33,55 @@ export interface Deps {
   users: UsersService
   login: LoginService
   accounts: AccountsService
+  vaults: VaultsService
+  documents: DocumentsService
+  blobService: BlobsService
 }
 
 export interface DepsOptions {
+  /** The key that unlocks this database's data keys (see modules/keys/master-key-source.ts). */
+  masterKey: MasterKey
+  blobStore: BlobStore
   clock?: Clock
+  /** Told when a garbage BLOB object could not be deleted (it is left behind, not lost data). */
+  onCleanupError?: (error: unknown, objectKey: string) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
 }
 
+/** The blob store the configuration names. */
+export function blobStoreFor(config: Config): BlobStore {
+  const s3 = config.s3
+  if (config.blobStore === 's3' && s3) {
+    return new S3BlobStore({
+      region: s3.region,
+      bucket: s3.bucket,
+      forcePathStyle: s3.forcePathStyle,
+      prefix: s3.prefix,
+      ...(s3.endpoint ? { endpoint: s3.endpoint } : {}),
+      ...(s3.accessKeyId ? { accessKeyId: s3.accessKeyId } : {}),
+      ...(s3.secretAccessKey ? { secretAccessKey: s3.secretAccessKey } : {}),
+    })
+  }
+  return new FsBlobStore(config.blobDir)
+}
+
 /** The composition root: the one place that picks implementations and wires services. */
-export function createDeps(store: Store, options: DepsOptions = {}): Deps {
+export function createDeps(store: Store, options: DepsOptions): Deps {
   const db = store.db
   const clock = options.clock ?? systemClock
   const hasher = new PasswordHasher(options.argon2)
+  const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const credentials = new CredentialsService(db, clock)
   const groups = new GroupsService(db, clock)
-  const users = new UsersService(db, clock, hasher, credentials, groups)
+  const users = new UsersService(db, clock, hasher, credentials, groups, keyring)
   const throttle = new LoginThrottle(db, clock)
+  const vaults = new VaultsService(db, clock)
   return {
     store,
     clock,
+    keyring,
+    blobs: options.blobStore,
     hasher,
     credentials,
     scopedTokens: noScopedTokens,
@@ -49,5 +90,16 @@ export function createDeps(store: Store, options: DepsOptions = {}): Deps {
     users,
     login: new LoginService(db, clock, hasher, users, credentials, throttle),
     accounts: new AccountsService(db, clock, users, groups),
+    vaults,
+    documents: new DocumentsService(db, clock, keyring, vaults, users),
+    blobService: new BlobsService(
+      db,
+      clock,
+      keyring,
+      options.blobStore,
+      vaults,
+      users,
+      options.onCleanupError,
+    ),
   }
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from './app.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
-import { createDeps } from './deps.js'
-import { openStore } from './store/db.js'
+import { MasterKey } from './crypto/master-key.js'
+import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
+import { rotateMasterKey } from './modules/keys/rotation.js'
+import { openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
 
 const USAGE = `usage: coffer <command>
@@ -13,9 +16,10 @@ commands:
   serve            run the API server (migrates the database first)
   migrate          bring the database schema up to date
   account create   create an account with an admin user; prints its credentials as JSON
+  keys rotate      re-wrap every data key under a new master key (content is not rewritten)
 `
 
-async function open(config: Config) {
+async function open(config: Config): Promise<Store> {
   // The database, its WAL, keys and credentials files are readable by this user only.
   process.umask(0o077)
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -24,12 +28,24 @@ async function open(config: Config) {
   return store
 }
 
+/**
+ * Everything the data plane needs. Refuses to go on when the master key does not unlock the
+ * stored data keys, and encrypts attributes left in plaintext by an older version.
+ */
+async function start(config: Config, log: (msg: object, text: string) => void) {
+  const store = await open(config)
+  const { key, generated } = await loadMasterKey(config, store)
+  if (generated)
+    log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
+  const deps = createDeps(store, { masterKey: key, blobStore: blobStoreFor(config) })
+  await deps.keyring.assertUnlocks()
+  const encrypted = await deps.users.encryptPlaintextAttributes()
+  if (encrypted > 0) log({ users: encrypted }, 'encrypted user attributes stored in plaintext')
+  return { store, deps }
+}
+
 /** First start on an empty database: an account and admin, credentials to a 0600 file. */
-async function bootstrap(
-  config: Config,
-  deps: ReturnType<typeof createDeps>,
-  log: (msg: object, text: string) => void,
-) {
+async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: string) => void) {
   if (await deps.accounts.hasAny()) return
   const credentials = await deps.accounts.createWithAdmin()
   const file = join(config.dataDir, 'bootstrap-credentials.json')
@@ -43,13 +59,14 @@ async function bootstrap(
 }
 
 async function serve(config: Config): Promise<void> {
-  const store = await open(config)
-  const deps = createDeps(store)
+  const pending: [object, string][] = []
+  const { store, deps } = await start(config, (obj, msg) => pending.push([obj, msg]))
   const app = await buildApp(deps, {
     logger: { level: config.logLevel },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
   })
+  for (const [obj, msg] of pending) app.log.info(obj, msg)
   await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
   await app.listen({ host: config.host, port: config.port })
   const stop = async () => {
@@ -61,6 +78,42 @@ async function serve(config: Config): Promise<void> {
   process.once('SIGTERM', () => void stop())
 }
 
+/**
+ * `coffer keys rotate`: with COFFER_NEW_MASTER_KEY the data keys move to that key; otherwise a
+ * new key is generated into the key file (written beside it first, moved into place only after
+ * the database commits). A key given in COFFER_MASTER_KEY can only be replaced by a given one.
+ */
+async function rotateKeys(config: Config): Promise<void> {
+  const store = await open(config)
+  try {
+    const { key: current } = await loadMasterKey(config, store)
+    if (config.masterKey && !config.newMasterKey) {
+      throw new Error(
+        'the master key comes from COFFER_MASTER_KEY: give the new one in COFFER_NEW_MASTER_KEY',
+      )
+    }
+    const next = config.newMasterKey
+      ? MasterKey.fromBase64(config.newMasterKey)
+      : MasterKey.generate()
+    const staged = `${config.masterKeyFile}.next`
+    const toFile = !config.masterKey
+    if (toFile) {
+      rmSync(staged, { force: true })
+      writeKeyFile(staged, next)
+    }
+    const rotated = await rotateMasterKey(store, current, next)
+    if (toFile) renameSync(staged, config.masterKeyFile)
+    const result = {
+      rotated_data_keys: rotated,
+      master_key_id: next.id,
+      ...(toFile ? { key_file: config.masterKeyFile } : {}),
+    }
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
+  } finally {
+    await store.close()
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, sub] = argv
   if (!command || command === 'help' || command === '--help') {
@@ -68,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 1
   }
   const config = loadConfig()
+  const stderrLog = (obj: object, msg: string) =>
+    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
     await serve(config)
     return -1
@@ -79,10 +134,14 @@ async function main(argv: string[]): Promise<number> {
     return 0
   }
   if (command === 'account' && sub === 'create') {
-    const store = await open(config)
-    const credentials = await createDeps(store).accounts.createWithAdmin()
+    const { store, deps } = await start(config, stderrLog)
+    const credentials = await deps.accounts.createWithAdmin()
     await store.close()
     process.stdout.write(`${JSON.stringify(credentials, null, 2)}\n`)
+    return 0
+  }
+  if (command === 'keys' && sub === 'rotate') {
+    await rotateKeys(config)
     return 0
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)

@@ -1,4 +1,5 @@
 export { ANY, matches, SELF_ID } from './matcher.js'
+export { changeOwner, createItem } from './ownership.js'
 export {
   CompiledPolicy,
   Grants,

@@ -71,12 +71,17 @@ export class CompiledPolicy {
 
   /** Which items of a collection this policy lets the caller read (see `ItemScope`). */
   readScope(collection: readonly string[], caller: Caller): ItemScope | null {
+    return this.scope('R', collection, caller)
+  }
+
+  /** Which items of a collection this policy grants `activity` on, or null when none at all. */
+  scope(activity: Activity, collection: readonly string[], caller: Caller): ItemScope | null {
     const scope = emptyScope()
     let covered = false
     const last = collection.length - 1
     const prefix: Resource = { tokens: collection.slice(0, last) }
     for (const s of this.#statements) {
-      if (!s.activities.includes('R')) continue
+      if (!s.activities.includes(activity)) continue
       for (const m of s.matchers) {
         if (m.length !== collection.length) continue
         if (!matches(m.slice(0, last), prefix, caller)) continue
@@ -168,15 +173,22 @@ export class Grants {
     if ('allOf' in req) return req.allOf.every((r) => this.satisfies(r))
     if ('anyOf' in req) return req.anyOf.some((r) => this.satisfies(r))
     if ('readAny' in req) return this.readScopes(req.readAny.tokens) !== null
+    if ('anyItem' in req)
+      return this.scopes(req.anyItem.activity, req.anyItem.collection.tokens) !== null
     return this.can(req.activity, req.resource)
   }
 
   /** One scope per layer (all must hold), or null when some layer grants no read at all. */
   readScopes(collection: readonly string[]): ItemScope[] | null {
+    return this.scopes('R', collection)
+  }
+
+  /** As `readScopes`, for any activity. */
+  scopes(activity: Activity, collection: readonly string[]): ItemScope[] | null {
     if (this.layers.length === 0) return null
     const scopes: ItemScope[] = []
     for (const p of this.layers) {
-      const s = p.readScope(collection, this.caller)
+      const s = p.scope(activity, collection, this.caller)
       if (!s) return null
       scopes.push(s)
     }

@@ -38,3 +38,9 @@ export type Requirement =
   | { allOf: Requirement[] }
   | { anyOf: Requirement[] }
   | { readAny: Resource }
+  /**
+   * Some matcher grants `activity` on the collection or one of its items: the coarse check of
+   * item routes whose exact rule depends on the stored item (its owner); the service then
+   * checks the item itself.
+   */
+  | { anyItem: { activity: Activity; collection: Resource } }

@@ -62,6 +62,64 @@ export interface LoginKnownClientsTable {
   last_success_at: string
 }
 
+export interface DataKeysTable {
+  account_id: string
+  id: string
+  wrapped_key: string
+  master_key_id: string
+  created_at: string
+}
+
+export interface VaultsTable {
+  account_id: string
+  id: string
+  name: string
+  created_at: string
+  updated_at: string
+}
+
+export interface SchemasTable {
+  account_id: string
+  vault_id: string
+  id: string
+  name: string
+  /** JSON array of `{name, type, index}`. */
+  fields: string
+  created_at: string
+  updated_at: string
+}
+
+export interface DocumentsTable {
+  account_id: string
+  vault_id: string
+  id: string
+  owner_id: string | null
+  schema_id: string | null
+  /** 1 once ever tied to a schema: the content must then stay a JSON object. */
+  schema_bound: number
+  /** Keyring ciphertext of the JSON text. */
+  content: string
+  created_at: string
+  updated_at: string
+}
+
+export interface BlobsTable {
+  account_id: string
+  vault_id: string
+  id: string
+  owner_id: string | null
+  filename: string
+  mime_type: string
+  /** Plaintext size in bytes (int8 on PostgreSQL: read back through Number()). */
+  size: number | string
+  object_key: string
+  /** Keyring ciphertext of this content version's stream key. */
+  content_key: string
+  metadata_document_id: string | null
+  created_at: string
+  updated_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -70,4 +128,9 @@ export interface Database {
   group_members: GroupMembersTable
   login_throttle: LoginThrottleTable
   login_known_clients: LoginKnownClientsTable
+  data_keys: DataKeysTable
+  vaults: VaultsTable
+  schemas: SchemasTable
+  documents: DocumentsTable
+  blobs: BlobsTable
 }

@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
+import type { BlobStore } from '../../src/blob/blob-store.js'
+import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
@@ -24,9 +30,19 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-export async function buildTestApp(options: { clock?: Clock } = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  clock?: Clock
+  /** Default: a filesystem store in a fresh temp folder. */
+  blobStore?: BlobStore
+  masterKey?: MasterKey
+}
+
+export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const store = await openTestStore()
+  const blobDir = mkdtempSync(join(tmpdir(), 'coffer-blobs-'))
   const deps = createDeps(store, {
+    masterKey: options.masterKey ?? MasterKey.generate(),
+    blobStore: options.blobStore ?? new FsBlobStore(blobDir),
     argon2: TEST_ARGON2,
     ...(options.clock ? { clock: options.clock } : {}),
   })
@@ -48,6 +64,7 @@ export async function buildTestApp(options: { clock?: Clock } = {}): Promise<Tes
     close: async () => {
       await app.close()
       await store.close()
+      rmSync(blobDir, { recursive: true, force: true })
     },
   }
 }

@@ -42,7 +42,9 @@ export async function authRoutes(
     const groupIds = full
       ? (await services.groups.groupIdsOfUsers(p.accountId, [row.id])).get(row.id)
       : undefined
-    return userView(row, { full, groupIds: groupIds ?? [] })
+    if (!full) return userView(row)
+    const attributesJson = await services.users.attributesJson(row)
+    return userView(row, { full, groupIds: groupIds ?? [], attributesJson })
   }
 
   r.post(

@@ -15,8 +15,10 @@ export interface UserView {
 }
 
 export interface ViewOptions {
-  /** Include attributes and group ids (`full=true`). */
+  /** Include attributes and group ids (`full=true`); needs `attributesJson`. */
   full?: boolean
+  /** The decrypted attributes (JSON text). */
+  attributesJson?: string
   groupIds?: string[]
   /** v1 sends attributes as base64 JSON, v2 as JSON. */
   attributes?: 'base64' | 'json'
@@ -32,11 +34,12 @@ export function userView(row: UserSnapshot, options: ViewOptions = {}): UserView
     mfa_enrolled: row.mfa_enrolled === 1,
   }
   if (options.full) {
-    // The stored text is already JSON, so v1 only needs its base64.
+    const json = options.attributesJson
+    if (json === undefined) throw new Error('userView: full needs the decrypted attributes')
     view.attributes =
       options.attributes === 'json'
-        ? JSON.parse(row.attributes)
-        : Buffer.from(row.attributes, 'utf8').toString('base64')
+        ? JSON.parse(json)
+        : Buffer.from(json, 'utf8').toString('base64')
     view.group_ids = options.groupIds ?? []
   }
   return view

@@ -66,3 +66,29 @@ export async function update(db: Executor, accountId: string, id: string, patch:
     .where('id', '=', id)
     .execute()
 }
+
+/** Rows whose attributes are still plaintext JSON (written before encryption at rest). */
+export function listPlaintextAttributes(db: Executor) {
+  return db
+    .selectFrom('users')
+    .select(['account_id', 'id', 'attributes'])
+    .where('attributes', 'not like', 'c1.%')
+    .execute()
+}
+
+/** Swaps a plaintext value for its ciphertext, only if nobody changed it meanwhile. */
+export async function replaceAttributes(
+  db: Executor,
+  accountId: string,
+  id: string,
+  plain: string,
+  sealed: string,
+) {
+  await db
+    .updateTable('users')
+    .set({ attributes: sealed })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('attributes', '=', plain)
+    .execute()
+}

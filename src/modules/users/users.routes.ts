@@ -85,7 +85,15 @@ export async function userRoutes(
           rows.map((u) => u.id),
         )
       : undefined
-    return rows.map((u) => userView(u, { full, attributes, groupIds: groupIds?.get(u.id) ?? [] }))
+    const json = full ? await Promise.all(rows.map((u) => users.attributesJson(u))) : []
+    return rows.map((u, i) =>
+      userView(u, {
+        full,
+        attributes,
+        groupIds: groupIds?.get(u.id) ?? [],
+        ...(full ? { attributesJson: json[i] as string } : {}),
+      }),
+    )
   }
 
   r.post(
@@ -131,10 +139,12 @@ export async function userRoutes(
           ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
           : undefined,
       })
-      const user = userView(created.row, {
-        full: isTrue(req.query.full),
-        groupIds: created.groupIds,
-      })
+      const [user] = await views(
+        req.actor.principal.accountId,
+        [created.row],
+        isTrue(req.query.full),
+        'base64',
+      )
       return { user: { ...user, api_key: created.apiKey, access_token: created.accessToken } }
     },
   )

@@ -1,3 +1,4 @@
+import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
@@ -69,7 +70,35 @@ export class UsersService {
     private readonly hasher: PasswordHasher,
     private readonly credentials: CredentialsService,
     private readonly groups: GroupsService,
+    private readonly keyring: Keyring,
   ) {}
+
+  /** Attributes are encrypted at rest, bound to the user's id. */
+  #seal(accountId: string, userId: string, attributes: unknown): Promise<string> {
+    return this.keyring.encrypt(accountId, JSON.stringify(attributes), `user-attributes\n${userId}`)
+  }
+
+  /** The user's attributes as JSON text (decrypted; fails closed on tampering). */
+  attributesJson(row: { account_id: string; id: string; attributes: string }): Promise<string> {
+    return this.keyring.decryptText(row.account_id, row.attributes, `user-attributes\n${row.id}`)
+  }
+
+  /**
+   * Encrypts attributes stored in plaintext by a version before encryption at rest (run at start;
+   * a plaintext value is never read as such). Returns how many rows it encrypted.
+   */
+  async encryptPlaintextAttributes(): Promise<number> {
+    const rows = await repo.listPlaintextAttributes(this.db)
+    for (const row of rows) {
+      const sealed = await this.keyring.encrypt(
+        row.account_id,
+        row.attributes,
+        `user-attributes\n${row.id}`,
+      )
+      await repo.replaceAttributes(this.db, row.account_id, row.id, row.attributes, sealed)
+    }
+    return rows.length
+  }
 
   async create(accountId: string, input: NewUser) {
     const username = validateUsername(input.username)
@@ -81,13 +110,14 @@ export class UsersService {
       ? await this.hasher.hash(validatePassword(input.password))
       : null
     const now = this.clock.now().toISOString()
+    const id = newId()
     const row: UserRow = {
       account_id: accountId,
-      id: newId(),
+      id,
       username,
       status,
       password_hash: passwordHash,
-      attributes: JSON.stringify(input.attributes ?? {}),
+      attributes: await this.#seal(accountId, id, input.attributes ?? {}),
       mfa_enrolled: 0,
       access_key_digest: null,
       secret_key_digest: null,
@@ -109,6 +139,11 @@ export class UsersService {
         return { row, groupIds: [...input.groupIds].sort(), apiKey, accessToken }
       }),
     )
+  }
+
+  /** True when the id names a user of the account (any status): owners of documents and BLOBs. */
+  async exists(accountId: string, id: string): Promise<boolean> {
+    return (await repo.findById(this.db, accountId, id)) !== undefined
   }
 
   get(accountId: string, id: string): Promise<UserRow> {
@@ -149,7 +184,8 @@ export class UsersService {
     if (changes.username !== undefined) patch.username = validateUsername(changes.username)
     if (changes.password !== undefined)
       patch.password_hash = await this.hasher.hash(validatePassword(changes.password))
-    if (changes.attributes !== undefined) patch.attributes = JSON.stringify(changes.attributes)
+    if (changes.attributes !== undefined)
+      patch.attributes = await this.#seal(accountId, id, changes.attributes)
     if (changes.status !== undefined) patch.status = changes.status
     return this.#uniqueUsername(() =>
       this.db.transaction().execute(async (trx) => {
@@ -183,7 +219,7 @@ export class UsersService {
   /** Own attributes (PUT /v1/auth/me). */
   async setAttributes(accountId: string, id: string, attributes: unknown): Promise<UserRow> {
     await repo.update(this.db, accountId, id, {
-      attributes: JSON.stringify(attributes),
+      attributes: await this.#seal(accountId, id, attributes),
       updated_at: this.clock.now().toISOString(),
     })
     return this.get(accountId, id)

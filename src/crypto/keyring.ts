@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../lib/clock.js'
+import { newId } from '../lib/ids.js'
+import { IntegrityError, KEY_BYTES, open, seal } from './aead.js'
+import type { MasterKey } from './master-key.js'
+
+/** A data key as stored: wrapped by the master key whose id it names. */
+export interface DataKeyRecord {
+  account_id: string
+  id: string
+  wrapped_key: string
+  master_key_id: string
+  created_at: string
+}
+
+/** Storage of wrapped data keys (implemented over the database in store/data-keys.repo.ts). */
+export interface DataKeyStore {
+  /** The account's oldest data key: the one new ciphertexts use. */
+  findCurrent(accountId: string): Promise<DataKeyRecord | undefined>
+  findById(accountId: string, id: string): Promise<DataKeyRecord | undefined>
+  insert(record: DataKeyRecord): Promise<void>
+  /** Ids of every master key that wraps some data key. */
+  masterKeyIds(): Promise<string[]>
+}
+
+const PREFIX = 'c1'
+
+/**
+ * Envelope encryption of fields: each account has a random data key, wrapped by the master key
+ * and cached unwrapped in memory. A ciphertext is `c1.<data key id>.<base64 of nonce‖ct‖tag>`
+ * with the account, the key id and a caller-given context (table and row ids) bound as
+ * associated data, so a ciphertext copied into another row or account fails to decrypt.
+ */
+export class Keyring {
+  readonly #keys = new Map<string, Buffer>()
+  readonly #current = new Map<string, Promise<{ id: string; key: Buffer }>>()
+
+  constructor(
+    readonly master: MasterKey,
+    private readonly store: DataKeyStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Throws unless every stored data key is wrapped by this master key (else nothing decrypts). */
+  async assertUnlocks(): Promise<void> {
+    const others = (await this.store.masterKeyIds()).filter((id) => id !== this.master.id)
+    if (others.length > 0) {
+      throw new Error(
+        `the configured master key (id ${this.master.id}) does not unlock this database: its data keys are wrapped by master key ${others.join(', ')}`,
+      )
+    }
+  }
+
+  async encrypt(accountId: string, plaintext: Buffer | string, context: string): Promise<string> {
+    const { id, key } = await this.#currentKey(accountId)
+    const data = typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext
+    return `${PREFIX}.${id}.${seal(key, data, aad(accountId, id, context)).toString('base64')}`
+  }
+
+  async decrypt(accountId: string, ciphertext: string, context: string): Promise<Buffer> {
+    const [prefix, id, body] = ciphertext.split('.')
+    if (prefix !== PREFIX || !id || !body)
+      throw new IntegrityError('stored data is not a Coffer ciphertext')
+    const key = await this.#keyById(accountId, id)
+    return open(key, Buffer.from(body, 'base64'), aad(accountId, id, context))
+  }
+
+  async decryptText(accountId: string, ciphertext: string, context: string): Promise<string> {
+    return (await this.decrypt(accountId, ciphertext, context)).toString('utf8')
+  }
+
+  /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */
+  static isCiphertext(text: string): boolean {
+    return text.startsWith(`${PREFIX}.`)
+  }
+
+  #currentKey(accountId: string): Promise<{ id: string; key: Buffer }> {
+    let pending = this.#current.get(accountId)
+    if (!pending) {
+      pending = this.#loadOrCreate(accountId)
+      this.#current.set(accountId, pending)
+      pending.catch(() => this.#current.delete(accountId))
+    }
+    return pending
+  }
+
+  async #loadOrCreate(accountId: string): Promise<{ id: string; key: Buffer }> {
+    const existing = await this.store.findCurrent(accountId)
+    if (existing) return { id: existing.id, key: this.#unwrap(existing) }
+    const id = newId()
+    const key = randomBytes(KEY_BYTES)
+    await this.store.insert({
+      account_id: accountId,
+      id,
+      wrapped_key: this.master.wrap(key, `${accountId}\n${id}`),
+      master_key_id: this.master.id,
+      created_at: this.clock.now().toISOString(),
+    })
+    this.#keys.set(`${accountId}\n${id}`, key)
+    return { id, key }
+  }
+
+  async #keyById(accountId: string, id: string): Promise<Buffer> {
+    const cached = this.#keys.get(`${accountId}\n${id}`)
+    if (cached) return cached
+    const record = await this.store.findById(accountId, id)
+    if (!record) throw new IntegrityError('stored data names an unknown data key')
+    return this.#unwrap(record)
+  }
+
+  #unwrap(record: DataKeyRecord): Buffer {
+    if (record.master_key_id !== this.master.id) {
+      throw new IntegrityError('data key is wrapped by another master key')
+    }
+    const key = this.master.unwrap(record.wrapped_key, `${record.account_id}\n${record.id}`)
+    this.#keys.set(`${record.account_id}\n${record.id}`, key)
+    return key
+  }
+}
+
+function aad(accountId: string, keyId: string, context: string): Buffer {
+  return Buffer.from(`coffer field ${PREFIX}\n${accountId}\n${keyId}\n${context}`, 'utf8')
+}

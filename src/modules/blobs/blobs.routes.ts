@@ -1,0 +1,224 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errors } from '../../lib/errors.js'
+import { newId } from '../../lib/ids.js'
+import { resource } from '../../policy/index.js'
+import { optionalId } from '../documents/document-input.js'
+import type { BlobRow } from './blobs.repo.js'
+import {
+  BlobParams,
+  DeleteResponse,
+  DownloadResponse,
+  ListQuery,
+  ListResponse,
+  OwnerForm,
+  OwnerResponse,
+  VaultParams,
+  WriteResponse,
+} from './blobs.schemas.js'
+import type { BlobsService, StoredContent } from './blobs.service.js'
+import { receiveUpload } from './multipart-upload.js'
+
+const tags = ['blobs']
+type Params = { vault_id: string; blob_id?: string }
+const vaultOf = (req: FastifyRequest) => (req.params as Params).vault_id.toLowerCase()
+const blobOf = (req: FastifyRequest) => ((req.params as Params).blob_id as string).toLowerCase()
+const blobs = (req: FastifyRequest) => resource('Vault', vaultOf(req), 'Blob', '')
+const anyItem = (activity: 'C' | 'R' | 'U' | 'D') => (req: FastifyRequest) => ({
+  anyItem: { activity, collection: blobs(req) },
+})
+
+export function blobView(row: BlobRow) {
+  return {
+    id: row.id,
+    blob_id: row.id,
+    vault_id: row.vault_id,
+    owner_id: row.owner_id,
+    filename: row.filename,
+    name: row.filename,
+    size: String(row.size),
+    mime_type: row.mime_type,
+    metadata_document_id: row.metadata_document_id,
+  }
+}
+
+const written = (row: BlobRow) => ({
+  blob_id: row.id,
+  blob_filename: row.filename,
+  blob_size: String(row.size),
+  owner_id: row.owner_id,
+  blob: blobView(row),
+})
+
+/** `attachment; filename="<ASCII fallback>"; filename*=UTF-8''<RFC 5987>` (RFC 6266). */
+export function contentDisposition(filename: string): string {
+  if (filename === '') return 'attachment'
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, '_')
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`
+}
+
+/** Parses `owner_id` after the upload; a bad value still removes the stored content. */
+async function ownerField(
+  service: BlobsService,
+  value: string | undefined,
+  content: StoredContent | undefined,
+): Promise<string | null | undefined> {
+  try {
+    return optionalId(value, 'owner_id')
+  } catch (error) {
+    if (content) await service.discard(content)
+    throw error
+  }
+}
+
+export async function blobRoutes(app: FastifyInstance, service: BlobsService): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+  r.post(
+    '/v1/vaults/:vault_id/blobs',
+    {
+      schema: {
+        tags,
+        summary: 'Upload a BLOB (multipart: `file`, optional `owner_id`)',
+        consumes: ['multipart/form-data'],
+        params: VaultParams,
+        response: WriteResponse,
+      },
+      // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
+      config: { access: { policy: anyItem('C') } },
+    },
+    async (req) => {
+      const vaultId = vaultOf(req)
+      const accountId = req.actor.principal.accountId
+      await service.requireVault(req.actor, vaultId)
+      const blobId = newId()
+      const up = await receiveUpload(
+        req,
+        (file) => service.storeContent(accountId, vaultId, blobId, file),
+        (c) => service.discard(c),
+      )
+      if (!up.content) throw errors.invalidField('file', 'is required')
+      const ownerId = (await ownerField(service, up.fields.owner_id, up.content)) ?? null
+      const row = await service.create(req.actor, vaultId, blobId, up.content, {
+        filename: up.filename ?? '',
+        mimeType: up.mimeType ?? 'application/octet-stream',
+        ownerId,
+      })
+      return written(row)
+    },
+  )
+
+  r.get(
+    '/v1/vaults/:vault_id/blobs/:blob_id',
+    {
+      schema: {
+        tags,
+        summary: 'Download a BLOB (raw bytes)',
+        params: BlobParams,
+        response: DownloadResponse,
+      },
+      config: { access: { policy: (req) => ({ readAny: blobs(req) }) } },
+    },
+    async (req, reply) => {
+      const { row, stream } = await service.open(req.actor, vaultOf(req), blobOf(req))
+      return reply
+        .type(row.mime_type)
+        .header('content-disposition', contentDisposition(row.filename))
+        .header('content-length', String(row.size))
+        .send(stream)
+    },
+  )
+
+  r.get(
+    '/v1/vaults/:vault_id/blobs',
+    {
+      schema: {
+        tags,
+        summary: 'List the BLOBs the caller may read',
+        params: VaultParams,
+        querystring: ListQuery,
+        response: ListResponse,
+      },
+      config: { access: { policy: (req) => ({ readAny: blobs(req) }) } },
+    },
+    async (req) => {
+      const page = req.query.page ?? 1
+      const perPage = req.query.per_page ?? 100
+      const { rows, total } = await service.list(req.actor, vaultOf(req), page, perPage)
+      return { data: { items: rows.map(blobView), page, per_page: perPage, total } }
+    },
+  )
+
+  r.put(
+    '/v1/vaults/:vault_id/blobs/:blob_id',
+    {
+      schema: {
+        tags,
+        summary: 'Replace a BLOB (multipart: `file` and/or `owner_id`)',
+        consumes: ['multipart/form-data'],
+        params: BlobParams,
+        response: WriteResponse,
+      },
+      config: { access: { policy: anyItem('U') } },
+    },
+    async (req) => {
+      const row = await service.find(req.actor, vaultOf(req), blobOf(req))
+      const up = await receiveUpload(
+        req,
+        (file) => {
+          service.assertCanReplace(req.actor, row)
+          return service.storeContent(row.account_id, row.vault_id, row.id, file)
+        },
+        (c) => service.discard(c),
+      )
+      const ownerId = await ownerField(service, up.fields.owner_id, up.content)
+      if (!up.content && ownerId === undefined)
+        throw errors.invalidField('file', 'or owner_id is required')
+      const updated = await service.update(req.actor, row, {
+        ...(up.content ? { content: up.content } : {}),
+        ...(up.filename !== undefined ? { filename: up.filename } : {}),
+        ...(up.mimeType !== undefined ? { mimeType: up.mimeType } : {}),
+        ...(ownerId !== undefined ? { ownerId } : {}),
+      })
+      return written(updated)
+    },
+  )
+
+  r.put(
+    '/v1/vaults/:vault_id/blobs/:blob_id/owner',
+    {
+      schema: {
+        tags,
+        summary: "Set or remove a BLOB's owner",
+        params: BlobParams,
+        body: OwnerForm,
+        response: OwnerResponse,
+      },
+      config: { form: true, access: { policy: anyItem('D') } },
+    },
+    async (req) => {
+      const ownerId = optionalId(req.body.owner_id, 'owner_id')
+      if (ownerId === undefined)
+        throw errors.invalidField('owner_id', 'is required (empty removes the owner)')
+      const row = await service.find(req.actor, vaultOf(req), blobOf(req))
+      const updated = await service.update(req.actor, row, { ownerId })
+      return { blob_id: updated.id, owner_id: updated.owner_id, blob: blobView(updated) }
+    },
+  )
+
+  r.delete(
+    '/v1/vaults/:vault_id/blobs/:blob_id',
+    {
+      schema: { tags, summary: 'Delete a BLOB', params: BlobParams, response: DeleteResponse },
+      config: { access: { policy: anyItem('D') } },
+    },
+    async (req) => {
+      const row = await service.delete(req.actor, vaultOf(req), blobOf(req))
+      return { blob_id: row.id, blob: blobView(row) }
+    },
+  )
+}

@@ -1,0 +1,282 @@
+import { randomBytes } from 'node:crypto'
+import type { Readable } from 'node:stream'
+import { type BlobStore, blobKey } from '../../blob/blob-store.js'
+import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
+import { KEY_BYTES } from '../../crypto/aead.js'
+import type { Keyring } from '../../crypto/keyring.js'
+import { decryptStream, encryptStream } from '../../crypto/stream-cipher.js'
+import type { Clock } from '../../lib/clock.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
+import { newId } from '../../lib/ids.js'
+import { changeOwner, createItem, ownedItem, type Requirement } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import { assertItemAllows } from '../auth/item-access.js'
+import type { Actor } from '../auth/principal.js'
+import type { UsersService } from '../users/users.service.js'
+import type { VaultsService } from '../vaults/vaults.service.js'
+import type { BlobRow } from './blobs.repo.js'
+import * as repo from './blobs.repo.js'
+
+/** 50 MB (spec, Limits): enforced while streaming. */
+export const MAX_BLOB_BYTES = 52_428_800
+export const MAX_FILENAME = 255
+
+/** Content written to the store but not (yet) recorded in a row. */
+export interface StoredContent {
+  objectId: string
+  objectKey: string
+  streamKey: Buffer
+  size: number
+}
+
+export interface IncomingFile {
+  stream: Readable
+  filename: string
+  mimeType: string
+}
+
+const collection = (vaultId: string) => ['Vault', vaultId, 'Blob']
+export const blobResource = (row: Pick<BlobRow, 'vault_id' | 'id' | 'owner_id'>) =>
+  ownedItem([...collection(row.vault_id), row.id], row.owner_id)
+const notFound = () => errors.notFound('BLOB')
+const tooLarge = () =>
+  new AppError(
+    413,
+    ErrorType.invalidRequest,
+    'PAYLOAD_TOO_LARGE',
+    `file must be at most ${MAX_BLOB_BYTES} bytes`,
+  )
+
+export function validateFilename(name: string): string {
+  if (name.length > MAX_FILENAME)
+    throw errors.invalidField('file', `filename must be at most ${MAX_FILENAME} characters`)
+  if (/\p{Cc}/u.test(name))
+    throw errors.invalidField('file', 'filename must not contain control characters')
+  return name
+}
+
+/**
+ * Binary objects in vaults. Bytes stream through a size limit and chunked AES-256-GCM into the
+ * blob store under a fresh object key per content version; the row (with the stream key wrapped
+ * by the account's data key) is written after the object and deleted before it, so the row is
+ * always the truth and a failed request leaves no object behind.
+ */
+export class BlobsService {
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+    private readonly keyring: Keyring,
+    private readonly store: BlobStore,
+    private readonly vaults: VaultsService,
+    private readonly users: UsersService,
+    private readonly onCleanupError: (error: unknown, objectKey: string) => void = () => {},
+  ) {}
+
+  async requireVault(actor: Actor, vaultId: string): Promise<void> {
+    await this.vaults.require(this.db, actor.principal.accountId, vaultId)
+  }
+
+  /** The BLOB, if the caller may at least see it (else 404 as if missing). */
+  async find(actor: Actor, vaultId: string, id: string): Promise<BlobRow> {
+    await this.requireVault(actor, vaultId)
+    const row = await repo.findById(this.db, actor.principal.accountId, vaultId, id)
+    if (!row) throw notFound()
+    return row
+  }
+
+  /** Content replacement needs U on the BLOB: checked before any byte is stored. */
+  assertCanReplace(actor: Actor, row: BlobRow): void {
+    const item = blobResource(row)
+    assertItemAllows(actor.grants, item, { activity: 'U', resource: item }, notFound)
+  }
+
+  /** Streams a file into the store, encrypted, failing with 413 past the size limit. */
+  async storeContent(
+    accountId: string,
+    vaultId: string,
+    blobId: string,
+    file: Readable,
+  ): Promise<StoredContent> {
+    const objectId = newId()
+    const objectKey = blobKey(accountId, vaultId, blobId, objectId)
+    const streamKey = randomBytes(KEY_BYTES)
+    const limiter = sizeLimit(MAX_BLOB_BYTES, tooLarge)
+    file.on('error', (e) => limiter.destroy(e))
+    limiter.on('error', () => file.resume())
+    const encrypted = file.pipe(limiter).pipe(encryptStream(streamKey))
+    limiter.on('error', (e) => encrypted.destroy(e))
+    await this.store.put(objectKey, encrypted)
+    return { objectId, objectKey, streamKey, size: limiter.bytes() }
+  }
+
+  /** Records a stored upload; on any refusal the object is removed again. */
+  async create(
+    actor: Actor,
+    vaultId: string,
+    blobId: string,
+    content: StoredContent,
+    meta: { filename: string; mimeType: string; ownerId: string | null },
+  ): Promise<BlobRow> {
+    return this.#orDiscard(content, async () => {
+      const accountId = actor.principal.accountId
+      if (!actor.grants.satisfies(createItem(collection(vaultId), meta.ownerId)))
+        throw errors.permissionDenied()
+      await this.#checkOwner(accountId, meta.ownerId)
+      const now = this.clock.now().toISOString()
+      const row: BlobRow = {
+        account_id: accountId,
+        vault_id: vaultId,
+        id: blobId,
+        owner_id: meta.ownerId,
+        filename: meta.filename,
+        mime_type: meta.mimeType,
+        size: content.size,
+        object_key: content.objectKey,
+        content_key: await this.#wrapKey(accountId, vaultId, blobId, content),
+        metadata_document_id: null,
+        created_at: now,
+        updated_at: now,
+      }
+      await repo.insert(this.db, row)
+      return row
+    })
+  }
+
+  /** New content (already checked with `assertCanReplace`) and/or a new owner. */
+  async update(
+    actor: Actor,
+    row: BlobRow,
+    changes: {
+      content?: StoredContent
+      filename?: string
+      mimeType?: string
+      ownerId?: string | null
+    },
+  ): Promise<BlobRow> {
+    const run = async () => {
+      const accountId = actor.principal.accountId
+      const item = blobResource(row)
+      const needs: Requirement[] = [{ activity: 'R', resource: item }]
+      if (changes.content) needs[0] = { activity: 'U', resource: item }
+      const ownerChange =
+        changes.ownerId === undefined
+          ? null
+          : changeOwner(collection(row.vault_id), row.id, row.owner_id, changes.ownerId)
+      if (ownerChange) needs.push(ownerChange)
+      assertItemAllows(actor.grants, item, { allOf: needs }, notFound)
+      if (changes.ownerId !== undefined) await this.#checkOwner(accountId, changes.ownerId)
+      const patch: repo.BlobPatch = { updated_at: this.clock.now().toISOString() }
+      if (changes.ownerId !== undefined) patch.owner_id = changes.ownerId
+      if (changes.content) {
+        patch.object_key = changes.content.objectKey
+        patch.content_key = await this.#wrapKey(accountId, row.vault_id, row.id, changes.content)
+        patch.size = changes.content.size
+        patch.filename = changes.filename ?? row.filename
+        patch.mime_type = changes.mimeType ?? row.mime_type
+      }
+      if (!(await repo.update(this.db, accountId, row.vault_id, row.id, row.object_key, patch))) {
+        throw new AppError(
+          409,
+          ErrorType.invalidRequest,
+          'CONFLICT',
+          'The BLOB changed meanwhile; try again',
+        )
+      }
+      return (await repo.findById(this.db, accountId, row.vault_id, row.id)) as BlobRow
+    }
+    const updated = changes.content ? await this.#orDiscard(changes.content, run) : await run()
+    // The row now names the new object: the old one is garbage.
+    if (changes.content) await this.#deleteObject(row.object_key)
+    return updated
+  }
+
+  /** The decrypted content, checked to decrypt before the caller sends any header. */
+  async open(
+    actor: Actor,
+    vaultId: string,
+    id: string,
+  ): Promise<{ row: BlobRow; stream: Readable }> {
+    const row = await this.find(actor, vaultId, id)
+    const item = blobResource(row)
+    assertItemAllows(actor.grants, item, { activity: 'R', resource: item }, notFound)
+    const key = await this.keyring.decrypt(
+      row.account_id,
+      row.content_key,
+      keyContext(row.vault_id, row.id, row.object_key),
+    )
+    const source = await this.store.get(row.object_key)
+    const plain = decryptStream(key)
+    source.on('error', (e) => plain.destroy(e))
+    source.pipe(plain)
+    await firstReadable(plain)
+    return { row, stream: plain }
+  }
+
+  async list(actor: Actor, vaultId: string, page: number, perPage: number) {
+    const accountId = actor.principal.accountId
+    await this.requireVault(actor, vaultId)
+    const scopes = actor.grants.readScopes([...collection(vaultId), ''])
+    if (!scopes) throw errors.permissionDenied()
+    const [rows, total] = await Promise.all([
+      repo.list(this.db, accountId, vaultId, scopes, perPage, (page - 1) * perPage),
+      repo.count(this.db, accountId, vaultId, scopes),
+    ])
+    return { rows, total }
+  }
+
+  /** Row first, then the object: a crash in between leaves garbage, never a dangling row. */
+  async delete(actor: Actor, vaultId: string, id: string): Promise<BlobRow> {
+    const row = await this.find(actor, vaultId, id)
+    const item = blobResource(row)
+    assertItemAllows(actor.grants, item, { activity: 'D', resource: item }, notFound)
+    if (!(await repo.remove(this.db, row.account_id, vaultId, id))) throw notFound()
+    await this.#deleteObject(row.object_key)
+    return row
+  }
+
+  /** Removes stored content that no row will name (a refused or failed upload). */
+  discard(content: StoredContent): Promise<void> {
+    return this.#deleteObject(content.objectKey)
+  }
+
+  async #orDiscard<T>(content: StoredContent, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run()
+    } catch (error) {
+      await this.discard(content)
+      throw error
+    }
+  }
+
+  async #deleteObject(objectKey: string): Promise<void> {
+    try {
+      await this.store.delete(objectKey)
+    } catch (error) {
+      this.onCleanupError(error, objectKey)
+    }
+  }
+
+  #wrapKey(
+    accountId: string,
+    vaultId: string,
+    blobId: string,
+    content: StoredContent,
+  ): Promise<string> {
+    return this.keyring.encrypt(
+      accountId,
+      content.streamKey,
+      keyContext(vaultId, blobId, content.objectKey),
+    )
+  }
+
+  async #checkOwner(accountId: string, ownerId: string | null): Promise<void> {
+    if (ownerId !== null && !(await this.users.exists(accountId, ownerId))) {
+      throw errors.invalidField('owner_id', 'is not a user of this account')
+    }
+  }
+}
+
+/** The stream key is bound to its BLOB and object: it cannot be moved to another. */
+function keyContext(vaultId: string, blobId: string, objectKey: string): string {
+  return `blob-stream-key\n${vaultId}\n${blobId}\n${objectKey}`
+}

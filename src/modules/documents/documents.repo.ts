@@ -1,0 +1,119 @@
+import type { Selectable, Updateable } from 'kysely'
+import type { ItemScope } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import { precompiled } from '../../store/precompiled.js'
+import type { DocumentsTable } from '../../store/schema.js'
+import { scopePredicate } from '../../store/scope-filter.js'
+
+export type DocumentRow = Selectable<DocumentsTable>
+export type DocumentPatch = Updateable<DocumentsTable>
+
+export async function insert(db: Executor, row: DocumentRow): Promise<void> {
+  await db.insertInto('documents').values(row).execute()
+}
+
+const findByIdQuery = precompiled((db: Executor, accountId: string, vaultId: string, id: string) =>
+  db
+    .selectFrom('documents')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id),
+)
+
+export async function findById(db: Executor, accountId: string, vaultId: string, id: string) {
+  const [row] = await findByIdQuery(db, accountId, vaultId, id)
+  return row
+}
+
+export function findByIds(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  ids: readonly string[],
+) {
+  if (ids.length === 0) return Promise.resolve([])
+  return db
+    .selectFrom('documents')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', 'in', ids)
+    .execute()
+}
+
+export interface ListFilter {
+  accountId: string
+  vaultId: string
+  scopes: readonly ItemScope[]
+  schemaId?: string
+}
+
+function filtered(db: Executor, f: ListFilter) {
+  let q = db
+    .selectFrom('documents')
+    .where('account_id', '=', f.accountId)
+    .where('vault_id', '=', f.vaultId)
+    .where((eb) => scopePredicate(eb, f.scopes, 'id', 'owner_id'))
+  if (f.schemaId !== undefined) q = q.where('schema_id', '=', f.schemaId)
+  return q
+}
+
+/** A page of the documents the scopes admit, in id (creation) order. */
+export function list(db: Executor, f: ListFilter, limit: number, offset: number) {
+  return filtered(db, f).selectAll().orderBy('id').limit(limit).offset(offset).execute()
+}
+
+export async function count(db: Executor, f: ListFilter): Promise<number> {
+  const row = await filtered(db, f)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export async function update(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+  patch: DocumentPatch,
+) {
+  await db
+    .updateTable('documents')
+    .set(patch)
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .execute()
+}
+
+export async function remove(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+): Promise<number> {
+  const result = await db
+    .deleteFrom('documents')
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
+
+export async function schemaExists(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  schemaId: string,
+) {
+  const row = await db
+    .selectFrom('schemas')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', schemaId)
+    .executeTakeFirst()
+  return row !== undefined
+}

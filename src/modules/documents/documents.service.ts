@@ -1,0 +1,223 @@
+import type { Keyring } from '../../crypto/keyring.js'
+import type { Clock } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { newId } from '../../lib/ids.js'
+import { changeOwner, ownedItem, type Requirement } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import { assertItemAllows } from '../auth/item-access.js'
+import type { Actor } from '../auth/principal.js'
+import type { UsersService } from '../users/users.service.js'
+import type { VaultsService } from '../vaults/vaults.service.js'
+import type { DocumentRow } from './documents.repo.js'
+import * as repo from './documents.repo.js'
+
+export const MAX_IDS_PER_READ = 100
+
+/** A document with its content decrypted and parsed. */
+export interface OpenDocument {
+  row: DocumentRow
+  content: unknown
+}
+
+export interface NewDocument {
+  content: unknown
+  schemaId: string | undefined
+  ownerId: string | null
+}
+
+/** `undefined` keeps the current value; `null` clears it (owner) or detaches (schema). */
+export interface DocumentChanges {
+  content?: unknown
+  schemaId?: string | null
+  ownerId?: string | null
+}
+
+const collection = (vaultId: string) => ['Vault', vaultId, 'Document']
+export const documentResource = (row: Pick<DocumentRow, 'vault_id' | 'id' | 'owner_id'>) =>
+  ownedItem([...collection(row.vault_id), row.id], row.owner_id)
+const notFound = () => errors.notFound('Document')
+
+function isJsonObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * JSON documents in vaults. Content is encrypted at rest under the account's data key, bound to
+ * the vault and document ids. Permissions follow the spec's ownership table (policy/ownership).
+ */
+export class DocumentsService {
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+    private readonly keyring: Keyring,
+    private readonly vaults: VaultsService,
+    private readonly users: UsersService,
+  ) {}
+
+  async create(actor: Actor, vaultId: string, input: NewDocument): Promise<DocumentRow> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    await this.#checkOwner(accountId, input.ownerId)
+    if (input.schemaId !== undefined) await this.#checkSchema(accountId, vaultId, input.schemaId)
+    const bound = input.schemaId !== undefined
+    this.#checkContent(input.content, bound)
+    const now = this.clock.now().toISOString()
+    const id = newId()
+    const row: DocumentRow = {
+      account_id: accountId,
+      vault_id: vaultId,
+      id,
+      owner_id: input.ownerId,
+      schema_id: input.schemaId ?? null,
+      schema_bound: bound ? 1 : 0,
+      content: await this.#seal(accountId, vaultId, id, input.content),
+      created_at: now,
+      updated_at: now,
+    }
+    await repo.insert(this.db, row)
+    return row
+  }
+
+  /** Reads several documents: every id must exist and be readable, or the read is a 404. */
+  async getMany(actor: Actor, vaultId: string, ids: readonly string[]): Promise<OpenDocument[]> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const rows = new Map(
+      (await repo.findByIds(this.db, accountId, vaultId, ids)).map((r) => [r.id, r]),
+    )
+    const found = ids.map((id) => {
+      const row = rows.get(id)
+      if (!row || !actor.grants.can('R', documentResource(row))) throw notFound()
+      return row
+    })
+    return Promise.all(found.map(async (row) => ({ row, content: await this.#open(row) })))
+  }
+
+  /** A page of the documents the caller may read, with the total of those (never of others). */
+  async list(
+    actor: Actor,
+    vaultId: string,
+    page: { page: number; perPage: number; full: boolean; schemaId?: string },
+  ) {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const scopes = actor.grants.readScopes(collection(vaultId).concat(''))
+    if (!scopes) throw errors.permissionDenied()
+    if (
+      page.schemaId !== undefined &&
+      !(await repo.schemaExists(this.db, accountId, vaultId, page.schemaId))
+    ) {
+      throw errors.notFound('Schema')
+    }
+    const filter = {
+      accountId,
+      vaultId,
+      scopes,
+      ...(page.schemaId !== undefined ? { schemaId: page.schemaId } : {}),
+    }
+    const [rows, total] = await Promise.all([
+      repo.list(this.db, filter, page.perPage, (page.page - 1) * page.perPage),
+      repo.count(this.db, filter),
+    ])
+    const items = await Promise.all(
+      rows.map(async (row) => ({ row, content: page.full ? await this.#open(row) : undefined })),
+    )
+    return { items, total }
+  }
+
+  /**
+   * Changes content (needs U on the document), schema and owner (the spec's ownership table;
+   * Update plays no part there). Anything not given stays.
+   */
+  async update(
+    actor: Actor,
+    vaultId: string,
+    id: string,
+    changes: DocumentChanges,
+  ): Promise<DocumentRow> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const row = await this.#find(accountId, vaultId, id)
+    const item = documentResource(row)
+    const needs: Requirement[] = []
+    if (changes.content !== undefined) needs.push({ activity: 'U', resource: item })
+    const ownerChange =
+      changes.ownerId === undefined
+        ? null
+        : changeOwner(collection(vaultId), id, row.owner_id, changes.ownerId)
+    if (ownerChange) needs.push(ownerChange)
+    // A request that changes nothing still may not confirm that someone else's document exists.
+    if (needs.length === 0) needs.push({ activity: 'R', resource: item })
+    assertItemAllows(actor.grants, item, { allOf: needs }, notFound)
+
+    if (changes.ownerId !== undefined) await this.#checkOwner(accountId, changes.ownerId)
+    if (changes.schemaId) await this.#checkSchema(accountId, vaultId, changes.schemaId)
+    const bound = row.schema_bound === 1 || Boolean(changes.schemaId)
+    const patch: repo.DocumentPatch = {
+      updated_at: this.clock.now().toISOString(),
+      schema_bound: bound ? 1 : 0,
+    }
+    if (changes.content !== undefined) {
+      this.#checkContent(changes.content, bound)
+      patch.content = await this.#seal(accountId, vaultId, id, changes.content)
+    } else if (bound && row.schema_bound === 0) {
+      // Tying existing content to a schema: it must already be an object.
+      this.#checkContent(await this.#open(row), true)
+    }
+    if (changes.schemaId !== undefined) patch.schema_id = changes.schemaId
+    if (changes.ownerId !== undefined) patch.owner_id = changes.ownerId
+    await repo.update(this.db, accountId, vaultId, id, patch)
+    return this.#find(accountId, vaultId, id)
+  }
+
+  async delete(actor: Actor, vaultId: string, id: string): Promise<DocumentRow> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const row = await this.#find(accountId, vaultId, id)
+    const item = documentResource(row)
+    assertItemAllows(actor.grants, item, { activity: 'D', resource: item }, notFound)
+    if ((await repo.remove(this.db, accountId, vaultId, id)) === 0) throw notFound()
+    return row
+  }
+
+  async #find(accountId: string, vaultId: string, id: string): Promise<DocumentRow> {
+    const row = await repo.findById(this.db, accountId, vaultId, id)
+    if (!row) throw notFound()
+    return row
+  }
+
+  #seal(accountId: string, vaultId: string, id: string, content: unknown): Promise<string> {
+    return this.keyring.encrypt(accountId, JSON.stringify(content), `document\n${vaultId}\n${id}`)
+  }
+
+  async #open(row: DocumentRow): Promise<unknown> {
+    const text = await this.keyring.decryptText(
+      row.account_id,
+      row.content,
+      `document\n${row.vault_id}\n${row.id}`,
+    )
+    return JSON.parse(text)
+  }
+
+  #checkContent(content: unknown, bound: boolean): void {
+    if (content === undefined) throw errors.invalidField('document', 'is required')
+    if (bound && !isJsonObject(content)) {
+      throw errors.invalidField(
+        'document',
+        'must be a JSON object: the document is tied to a schema',
+      )
+    }
+  }
+
+  async #checkOwner(accountId: string, ownerId: string | null): Promise<void> {
+    if (ownerId !== null && !(await this.users.exists(accountId, ownerId))) {
+      throw errors.invalidField('owner_id', 'is not a user of this account')
+    }
+  }
+
+  async #checkSchema(accountId: string, vaultId: string, schemaId: string): Promise<void> {
+    if (!(await repo.schemaExists(this.db, accountId, vaultId, schemaId))) {
+      throw errors.invalidField('schema_id', 'is not a schema of this vault')
+    }
+  }
+}
