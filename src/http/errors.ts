@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType } from '../lib/errors.js'
 
 interface Rendered {
@@ -24,6 +25,15 @@ function validationMessage(error: FastifyError): string {
 function render(error: FastifyError | AppError | Error): Rendered {
   if (error instanceof AppError) {
     return { status: error.statusCode, type: error.type, code: error.code, message: error.message }
+  }
+  if (error instanceof IntegrityError) {
+    // Fail closed: tampered, moved or undecryptable data is never served, and says so.
+    return {
+      status: 500,
+      type: ErrorType.api,
+      code: 'DATA_INTEGRITY_FAILURE',
+      message: 'Stored data failed its integrity check and was not served',
+    }
   }
   const fe = error as FastifyError
   if (fe.validation) {
