@@ -37,7 +37,16 @@ async function start(config: Config, log: (msg: object, text: string) => void) {
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
-  const deps = createDeps(store, { masterKey: key, blobStore: blobStoreFor(config) })
+  const deps = createDeps(store, {
+    masterKey: key,
+    blobStore: blobStoreFor(config),
+    // An object whose row is gone but that could not be deleted is garbage, never data loss.
+    onCleanupError: (error, objectKey) =>
+      log(
+        { object_key: objectKey, error: error instanceof Error ? error.message : String(error) },
+        'blob object left behind',
+      ),
+  })
   await deps.keyring.assertUnlocks()
   const encrypted = await deps.users.encryptPlaintextAttributes()
   if (encrypted > 0) log({ users: encrypted }, 'encrypted user attributes stored in plaintext')
@@ -47,9 +56,11 @@ async function start(config: Config, log: (msg: object, text: string) => void) {
 /** First start on an empty database: an account and admin, credentials to a 0600 file. */
 async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: string) => void) {
   if (await deps.accounts.hasAny()) return
-  const credentials = await deps.accounts.createWithAdmin()
+  // Checked before the account exists: refusing afterwards would leave an account whose admin
+  // credentials were never written anywhere, and the next start would not bootstrap again.
   const file = join(config.dataDir, 'bootstrap-credentials.json')
   if (existsSync(file)) throw new Error(`${file} already exists; refusing to overwrite it`)
+  const credentials = await deps.accounts.createWithAdmin()
   writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600, flag: 'wx' })
   chmodSync(file, 0o600)
   log(
@@ -59,14 +70,19 @@ async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: st
 }
 
 async function serve(config: Config): Promise<void> {
+  // Messages from before the app's logger exists are kept and logged once it does.
   const pending: [object, string][] = []
-  const { store, deps } = await start(config, (obj, msg) => pending.push([obj, msg]))
+  let log = (obj: object, msg: string) => {
+    pending.push([obj, msg])
+  }
+  const { store, deps } = await start(config, (obj, msg) => log(obj, msg))
   const app = await buildApp(deps, {
     logger: { level: config.logLevel },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
   })
-  for (const [obj, msg] of pending) app.log.info(obj, msg)
+  log = (obj, msg) => app.log.info(obj, msg)
+  for (const [obj, msg] of pending) log(obj, msg)
   await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
   await app.listen({ host: config.host, port: config.port })
   const stop = async () => {
