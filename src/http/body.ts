@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../lib/input.js'
 
 type Fields = Record<string, unknown>
 
@@ -27,6 +28,16 @@ export async function registerBodyParsers(app: FastifyInstance): Promise<void> {
             ErrorType.invalidRequest,
             'INVALID_JSON',
             'Request body must be valid JSON',
+          ),
+          undefined,
+        )
+      else if (jsonTooDeep(parsed))
+        done(
+          new AppError(
+            400,
+            ErrorType.invalidRequest,
+            'INVALID_JSON',
+            `Request body must not nest deeper than ${MAX_JSON_DEPTH} levels`,
           ),
           undefined,
         )
@@ -70,12 +81,40 @@ function mergeForm(query: Fields, body: Fields, collapse: boolean): Fields {
 
 async function readMultipartFields(request: FastifyRequest): Promise<Fields> {
   const fields: Fields = Object.create(null)
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      part.file.resume()
-      throw errors.invalidField(part.fieldname, 'must be a form field, not a file')
+  // Fastify's bodyLimit never sees a multipart body (the plugin reads it): without this count,
+  // 100 fields of up to bodyLimit each were buffered — a form body 100 times the limit.
+  const limit =
+    request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 1_048_576
+  let size = 0
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        part.file.resume()
+        throw errors.invalidField(part.fieldname, 'must be a form field, not a file')
+      }
+      const value = typeof part.value === 'string' ? part.value : String(part.value)
+      size += Buffer.byteLength(part.fieldname) + Buffer.byteLength(value)
+      if (size > limit)
+        throw new AppError(
+          413,
+          ErrorType.invalidRequest,
+          'PAYLOAD_TOO_LARGE',
+          'Request body is too large',
+        )
+      fields[part.fieldname] = value
     }
-    fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value)
+  } catch (e) {
+    // The parser's own errors (no boundary, truncated or malformed parts) carry no status: they
+    // are the client's fault, not a server failure. Limit errors keep their 4xx status.
+    const status = (e as { statusCode?: unknown }).statusCode
+    if (e instanceof AppError || (typeof status === 'number' && status < 500)) throw e
+    throw new AppError(
+      400,
+      ErrorType.invalidRequest,
+      'INVALID_MULTIPART',
+      'Request body must be a valid multipart form',
+      { cause: e },
+    )
   }
   return fields
 }

@@ -59,14 +59,45 @@ function render(error: FastifyError | AppError | Error): Rendered {
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
-  return reply
-    .code(r.status)
-    .type('application/json; charset=utf-8')
-    .send({
-      result: 'error',
-      transaction_id: request.id,
-      error: { message: r.message, type: r.type, code: r.code },
-    })
+  // A body over the limit may still be arriving: close the connection rather than read the rest.
+  if (r.status === 413) reply.header('connection', 'close')
+  return (
+    reply
+      .code(r.status)
+      .type('application/json; charset=utf-8')
+      // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
+      // (authentication) or by the router skips that hook (decisions.md 24: every answer).
+      .header('cache-control', 'no-store')
+      .header('x-content-type-options', 'nosniff')
+      .send({
+        result: 'error',
+        transaction_id: request.id,
+        error: { message: r.message, type: r.type, code: r.code },
+      })
+  )
+}
+
+/**
+ * Errors the router answers before any route or hook runs (a malformed URL, a path parameter
+ * over `maxParamLength`): in the envelope too, and without echoing the path back.
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const type = ErrorType.invalidRequest
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const message = 'A path parameter is too long'
+    return sendError(request, reply, { status: 414, type, code: 'URI_TOO_LONG', message })
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    const message = 'The URL is malformed'
+    return sendError(request, reply, { status: 400, type, code: 'INVALID_URL', message })
+  }
+  const rendered = render(error)
+  if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+  return sendError(request, reply, rendered)
 }
 
 /**

@@ -73,6 +73,18 @@ describe('newId', () => {
     expect(first < second).toBe(true)
   })
 
+  it('sorts ids made within one millisecond in creation order', () => {
+    const ms = Date.now() + 10_000
+    const ids = Array.from({ length: 2_000 }, () => newId(ms))
+    expect([...ids].sort()).toEqual(ids)
+    for (const id of ids) {
+      expect(id).toMatch(CANONICAL)
+      expect(id[14]).toBe('7')
+      expect('89ab').toContain(id[19])
+      expect(timestampOf(id)).toBe(ms)
+    }
+  })
+
   it('makes 10,000 distinct ids, also within one millisecond', () => {
     const ms = Date.now()
     const sameMs = new Set(Array.from({ length: 10_000 }, () => newId(ms)))

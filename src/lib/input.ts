@@ -22,11 +22,36 @@ export function decodeBase64Json(value: unknown, field: string): unknown {
     throw errors.invalidField(field, 'must be base64-encoded JSON')
   }
   const text = Buffer.from(compact, 'base64').toString('utf8')
+  let parsed: unknown
   try {
-    return JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
     throw errors.invalidField(field, 'must be base64-encoded JSON')
   }
+  if (jsonTooDeep(parsed))
+    throw errors.invalidField(field, `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+  return parsed
+}
+
+/**
+ * Deepest nesting of arrays and objects accepted in client JSON. JSON.parse takes any depth, but
+ * JSON.stringify (storing it) overflows the stack from a few thousand levels: a 10 kB body of
+ * brackets was a 500.
+ */
+export const MAX_JSON_DEPTH = 256
+
+/** True when a parsed JSON value nests deeper than `max` (iterative: no stack to overflow). */
+export function jsonTooDeep(value: unknown, max = MAX_JSON_DEPTH): boolean {
+  const pending: [unknown, number][] = [[value, 1]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [node, depth] = next
+    if (typeof node !== 'object' || node === null) continue
+    if (depth > max) return true
+    for (const child of Object.values(node)) {
+      if (typeof child === 'object' && child !== null) pending.push([child, depth + 1])
+    }
+  }
+  return false
 }
 
 export function encodeBase64Json(value: unknown): string {

@@ -10,7 +10,9 @@ import type { Executor } from '../../store/executor.js'
  * - per (account, username) from all clients: 100 failures per hour (ASVS 4.0 2.2.1), except
  *   that a client that has logged in to that user before keeps its own allowance, so an attacker
  *   cannot lock a victim out from everywhere.
- * Counters live in the database so every node behind a load balancer shares them.
+ * Counters live in the database so every node behind a load balancer shares them. Each attempt
+ * is counted (one atomic upsert) *before* its password is verified, so concurrent attempts cannot
+ * all pass a check made before any of them was recorded; a successful login un-counts itself.
  */
 export const PER_CLIENT = { max: 10, windowMs: 15 * 60_000 }
 export const PER_USER = { max: 100, windowMs: 60 * 60_000 }
@@ -32,23 +34,24 @@ export class LoginThrottle {
     private readonly clock: Clock,
   ) {}
 
-  /** Throws 429 when the per-client limit is spent. */
+  /** Counts this attempt for the client; throws 429 when the per-client limit is spent. */
   async assertClientAllowed(a: LoginAttempt): Promise<void> {
-    if ((await this.#failures(clientKey(a), PER_CLIENT.windowMs)) >= PER_CLIENT.max)
+    if ((await this.#bump(clientKey(a), this.clock.now(), PER_CLIENT.windowMs)) > PER_CLIENT.max)
       throw errors.rateLimited()
   }
 
-  /** Throws 429 when the per-user limit is spent and this client is not a known one of the user. */
+  /**
+   * Counts this attempt for the user; throws 429 when the per-user limit is spent and this client
+   * is not a known one of the user.
+   */
   async assertUserAllowed(a: LoginAttempt, userId: string | undefined): Promise<void> {
-    if ((await this.#failures(userKey(a), PER_USER.windowMs)) < PER_USER.max) return
+    if ((await this.#bump(userKey(a), this.clock.now(), PER_USER.windowMs)) <= PER_USER.max) return
     if (userId && (await this.#isKnownClient(a.accountId, userId, a.client))) return
     throw errors.rateLimited()
   }
 
-  async recordFailure(a: LoginAttempt): Promise<void> {
-    const now = this.clock.now()
-    await this.#bump(clientKey(a), now, PER_CLIENT.windowMs)
-    await this.#bump(userKey(a), now, PER_USER.windowMs)
+  /** The attempt was already counted by the two checks above. */
+  async recordFailure(_a: LoginAttempt): Promise<void> {
     // Counters of random usernames must not pile up: prune expired ones now and then.
     if (Math.random() < 0.01) await this.prune()
   }
@@ -56,6 +59,13 @@ export class LoginThrottle {
   async recordSuccess(a: LoginAttempt, userId: string): Promise<void> {
     const now = this.clock.now().toISOString()
     await this.db.deleteFrom('login_throttle').where('key', '=', clientKey(a)).execute()
+    // A success is not a failure: take back the count its check added to the user's window.
+    await this.db
+      .updateTable('login_throttle')
+      .set({ failures: sql`failures - 1` })
+      .where('key', '=', userKey(a))
+      .where('failures', '>', 0)
+      .execute()
     await this.db
       .insertInto('login_known_clients')
       .values({
@@ -77,22 +87,11 @@ export class LoginThrottle {
     await this.db.deleteFrom('login_throttle').where('window_started_at', '<', cutoff).execute()
   }
 
-  async #failures(key: string, windowMs: number): Promise<number> {
-    const row = await this.db
-      .selectFrom('login_throttle')
-      .selectAll()
-      .where('key', '=', key)
-      .executeTakeFirst()
-    if (!row) return 0
-    const age = this.clock.now().getTime() - new Date(row.window_started_at).getTime()
-    return age >= windowMs ? 0 : Number(row.failures)
-  }
-
-  /** One atomic upsert: a new window starts when the old one has run out. */
-  async #bump(key: string, now: Date, windowMs: number): Promise<void> {
+  /** One atomic upsert: a new window starts when the old one has run out. Returns the count. */
+  async #bump(key: string, now: Date, windowMs: number): Promise<number> {
     const at = now.toISOString()
     const cutoff = new Date(now.getTime() - windowMs).toISOString()
-    await this.db
+    const row = await this.db
       .insertInto('login_throttle')
       .values({ key, window_started_at: at, failures: 1 })
       .onConflict((oc) =>
@@ -101,7 +100,9 @@ export class LoginThrottle {
           window_started_at: sql`case when login_throttle.window_started_at <= ${cutoff} then ${at} else login_throttle.window_started_at end`,
         }),
       )
-      .execute()
+      .returning('failures')
+      .executeTakeFirstOrThrow()
+    return Number(row.failures)
   }
 
   async #isKnownClient(accountId: string, userId: string, client: string): Promise<boolean> {

@@ -46,7 +46,11 @@ export class LoginService {
     const attempt = { accountId: accountId.toLowerCase(), username, client: input.client }
 
     await this.throttle.assertClientAllowed(attempt)
-    const user = await this.users.findForLogin(attempt.accountId, username)
+    // No username holds a control character (validateUsername), and PostgreSQL text cannot hold
+    // NUL at all: such a name matches nobody, after the same work as any other unknown name.
+    const user = /\p{Cc}/u.test(username)
+      ? undefined
+      : await this.users.findForLogin(attempt.accountId, username)
     await this.throttle.assertUserAllowed(attempt, user?.id)
     const valid = await this.hasher.verify(user?.password_hash, password)
     if (!user || !valid) {

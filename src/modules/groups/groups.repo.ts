@@ -44,12 +44,12 @@ export async function update(
     .execute()
 }
 
+/**
+ * Deletes the group; its memberships go with it (`on delete cascade`). The group row is locked
+ * first, as every membership write does (through its foreign key): deleting the memberships
+ * before the group deadlocked against a concurrent APPEND on PostgreSQL.
+ */
 export async function remove(db: Executor, accountId: string, id: string): Promise<void> {
-  await db
-    .deleteFrom('group_members')
-    .where('account_id', '=', accountId)
-    .where('group_id', '=', id)
-    .execute()
   await db.deleteFrom('groups').where('account_id', '=', accountId).where('id', '=', id).execute()
 }
 

@@ -2,7 +2,7 @@ import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { PolicyFormatError, type PolicyStatement, parsePolicy } from '../../policy/index.js'
-import { isUniqueViolation } from '../../store/db-errors.js'
+import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
 import type { Actor } from '../auth/principal.js'
 import * as repo from './groups.repo.js'
@@ -39,6 +39,8 @@ function validateName(name: unknown): string {
     throw errors.invalidField('name', 'is required')
   if (name.length > MAX_NAME)
     throw errors.invalidField('name', `must be at most ${MAX_NAME} characters`)
+  // As for usernames; PostgreSQL text cannot even hold NUL (it would be a 500).
+  if (/\p{Cc}/u.test(name)) throw errors.invalidField('name', 'must not contain control characters')
   return name
 }
 
@@ -127,12 +129,14 @@ export class GroupsService {
 
   /** Adds users to a group; every user must exist, or nothing changes (404). */
   async addMembers(accountId: string, id: string, userIds: string[]): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await this.#find(trx, accountId, id)
-      const known = await repo.existingMemberCandidates(trx, accountId, userIds)
-      if (userIds.some((u) => !known.has(u))) throw errors.notFound('One or more users')
-      await repo.addMembers(trx, accountId, id, userIds)
-    })
+    await this.#unique(() =>
+      this.db.transaction().execute(async (trx) => {
+        await this.#find(trx, accountId, id)
+        const known = await repo.existingMemberCandidates(trx, accountId, userIds)
+        if (userIds.some((u) => !known.has(u))) throw errors.notFound('One or more users')
+        await repo.addMembers(trx, accountId, id, userIds)
+      }),
+    )
   }
 
   /** Removes users from a group; every listed user must be a member, or nothing changes (404). */
@@ -209,6 +213,8 @@ export class GroupsService {
       return await run()
     } catch (e) {
       if (isUniqueViolation(e)) throw errors.conflict('name', 'is already used by another group')
+      // A concurrent DELETE removed the group after this request read it (PostgreSQL).
+      if (isForeignKeyViolation(e)) throw errors.notFound('Group')
       throw e
     }
   }
