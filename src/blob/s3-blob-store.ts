@@ -24,10 +24,13 @@ export interface S3BlobStoreOptions {
   prefix?: string
 }
 
-/** Multipart part size: the S3 minimum, so at most PART_SIZE * (QUEUE_SIZE + 1) is buffered. */
+/**
+ * Multipart part size: the S3 minimum. One part is uploaded while the next fills (lib-storage
+ * copies each part once, so about four parts' worth of memory is in use at the peak).
+ */
 const PART_SIZE = 5 * 1024 * 1024
 /** Parts uploaded at once per `put`. */
-const QUEUE_SIZE = 2
+const QUEUE_SIZE = 1
 
 /** An S3 error that means "no such object" (but not "no such bucket", a configuration error). */
 function isNotFound(err: unknown): boolean {

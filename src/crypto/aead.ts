@@ -37,3 +37,15 @@ export function open(key: Buffer, sealed: Buffer, aad: Buffer): Buffer {
     throw new IntegrityError()
   }
 }
+
+/**
+ * Decodes stored base64, accepting only the canonical encoding (what `toString('base64')` makes).
+ * Node's decoder skips characters outside the alphabet and ignores padding bits, so without this
+ * a changed stored text (a flipped `=`, an inserted byte) could still decrypt: every change of a
+ * stored ciphertext must fail closed.
+ */
+export function decodeStoredBase64(text: string): Buffer {
+  const bytes = Buffer.from(text, 'base64')
+  if (bytes.toString('base64') !== text) throw new IntegrityError()
+  return bytes
+}

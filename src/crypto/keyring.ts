@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
-import { IntegrityError, KEY_BYTES, open, seal } from './aead.js'
+import { decodeStoredBase64, IntegrityError, KEY_BYTES, open, seal } from './aead.js'
 import type { MasterKey } from './master-key.js'
 
 /** A data key as stored: wrapped by the master key whose id it names. */
@@ -21,6 +21,8 @@ export interface DataKeyStore {
   insert(record: DataKeyRecord): Promise<void>
   /** Ids of every master key that wraps some data key. */
   masterKeyIds(): Promise<string[]>
+  /** Every data key of the account. */
+  listForAccount(accountId: string): Promise<DataKeyRecord[]>
 }
 
 const PREFIX = 'c1'
@@ -58,15 +60,29 @@ export class Keyring {
   }
 
   async decrypt(accountId: string, ciphertext: string, context: string): Promise<Buffer> {
-    const [prefix, id, body] = ciphertext.split('.')
-    if (prefix !== PREFIX || !id || !body)
+    const parts = ciphertext.split('.')
+    const [prefix, id, body] = parts
+    if (parts.length !== 3 || prefix !== PREFIX || !id || !body)
       throw new IntegrityError('stored data is not a Coffer ciphertext')
+    const sealed = decodeStoredBase64(body)
     const key = await this.#keyById(accountId, id)
-    return open(key, Buffer.from(body, 'base64'), aad(accountId, id, context))
+    return open(key, sealed, aad(accountId, id, context))
   }
 
   async decryptText(accountId: string, ciphertext: string, context: string): Promise<string> {
     return (await this.decrypt(accountId, ciphertext, context)).toString('utf8')
+  }
+
+  /**
+   * Loads every data key of the account into memory. Work inside a database transaction must not
+   * query the keyring's store (on SQLite the transaction holds the only connection), so bulk
+   * re-encryption or re-indexing preloads first.
+   */
+  async preload(accountId: string): Promise<void> {
+    await this.#currentKey(accountId)
+    for (const record of await this.store.listForAccount(accountId)) {
+      if (!this.#keys.has(`${record.account_id}\n${record.id}`)) this.#unwrap(record)
+    }
   }
 
   /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */

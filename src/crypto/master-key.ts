@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { KEY_BYTES, open, seal } from './aead.js'
+import { decodeStoredBase64, KEY_BYTES, open, seal } from './aead.js'
 
 /**
  * The key that wraps every data key. It never reaches the database: only its id (a fingerprint)
@@ -43,10 +43,6 @@ export class MasterKey {
   }
 
   unwrap(wrapped: string, context: string): Buffer {
-    return open(
-      this.#key,
-      Buffer.from(wrapped, 'base64'),
-      Buffer.from(`coffer data key\n${context}`),
-    )
+    return open(this.#key, decodeStoredBase64(wrapped), Buffer.from(`coffer data key\n${context}`))
   }
 }

@@ -163,7 +163,10 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
         params: BlobParams,
         response: WriteResponse,
       },
-      config: { access: { policy: anyItem('U') } },
+      // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
+      // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
+      // so the route lets either through and the service checks exactly (U before storing).
+      config: { access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) } },
     },
     async (req) => {
       const row = await service.find(req.actor, vaultOf(req), blobOf(req))

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { Readable } from 'node:stream'
+import { pipeline, type Readable } from 'node:stream'
 import { type BlobStore, blobKey } from '../../blob/blob-store.js'
 import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
 import { KEY_BYTES } from '../../crypto/aead.js'
@@ -156,13 +156,16 @@ export class BlobsService {
     const run = async () => {
       const accountId = actor.principal.accountId
       const item = blobResource(row)
-      const needs: Requirement[] = [{ activity: 'R', resource: item }]
-      if (changes.content) needs[0] = { activity: 'U', resource: item }
+      // Content needs U; an owner change exactly the spec's table (D and C, not R or U).
+      const needs: Requirement[] = []
+      if (changes.content) needs.push({ activity: 'U', resource: item })
       const ownerChange =
         changes.ownerId === undefined
           ? null
           : changeOwner(collection(row.vault_id), row.id, row.owner_id, changes.ownerId)
       if (ownerChange) needs.push(ownerChange)
+      // A request that changes nothing still may not confirm that someone else's BLOB exists.
+      if (needs.length === 0) needs.push({ activity: 'R', resource: item })
       assertItemAllows(actor.grants, item, { allOf: needs }, notFound)
       if (changes.ownerId !== undefined) await this.#checkOwner(accountId, changes.ownerId)
       const patch: repo.BlobPatch = { updated_at: this.clock.now().toISOString() }
@@ -206,8 +209,9 @@ export class BlobsService {
     )
     const source = await this.store.get(row.object_key)
     const plain = decryptStream(key)
-    source.on('error', (e) => plain.destroy(e))
-    source.pipe(plain)
+    // pipeline, not pipe: when decryption fails or the client goes away, the object's file
+    // handle (or S3 response) is released at once, not left open until garbage collection.
+    pipeline(source, plain, () => {})
     await firstReadable(plain)
     return { row, stream: plain }
   }

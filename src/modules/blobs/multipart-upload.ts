@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
-import { errors } from '../../lib/errors.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { MAX_BLOB_BYTES, type StoredContent, validateFilename } from './blobs.service.js'
 
 export interface ReceivedUpload {
@@ -23,6 +23,9 @@ export async function receiveUpload(
 ): Promise<ReceivedUpload> {
   if (!req.isMultipart()) throw errors.invalidField('file', 'must be sent as multipart/form-data')
   const received: ReceivedUpload = { fields: {} }
+  // Errors of the store itself (S3 down, disk full) stay server errors; everything else that
+  // goes wrong while reading the body is the client's malformed or truncated multipart.
+  const storeFailures = new WeakSet<object>()
   for (const [key, value] of Object.entries(req.query as Record<string, unknown>)) {
     if (typeof value === 'string') received.fields[key.trim()] = value
   }
@@ -41,7 +44,17 @@ export async function receiveUpload(
         if (received.content) throw errors.invalidField('file', 'may be sent only once')
         received.filename = validateFilename(part.filename ?? '')
         received.mimeType = part.mimetype || 'application/octet-stream'
-        received.content = await store(part.file)
+        let bodyError: unknown
+        part.file.on('error', (e) => {
+          bodyError ??= e
+        })
+        try {
+          received.content = await store(part.file)
+        } catch (error) {
+          if (error !== bodyError && typeof error === 'object' && error !== null)
+            storeFailures.add(error)
+          throw error
+        }
       } finally {
         // Whatever happened, drain the rest of this part so the request completes.
         if (!part.file.readableEnded) part.file.resume()
@@ -49,7 +62,25 @@ export async function receiveUpload(
     }
   } catch (error) {
     if (received.content) await discard(received.content)
-    throw error
+    throw clientFault(error, storeFailures)
   }
   return received
+}
+
+/**
+ * The multipart parser's own errors (no boundary, truncated or malformed parts) carry no status:
+ * they are the client's fault, not a server failure (as for form routes, http/body.ts).
+ */
+function clientFault(error: unknown, storeFailures: WeakSet<object>): unknown {
+  if (error instanceof AppError) return error
+  if (typeof error === 'object' && error !== null && storeFailures.has(error)) return error
+  const status = (error as { statusCode?: unknown } | null)?.statusCode
+  if (typeof status === 'number' && status < 500) return error
+  return new AppError(
+    400,
+    ErrorType.invalidRequest,
+    'INVALID_MULTIPART',
+    'Request body must be a valid multipart form',
+    { cause: error },
+  )
 }

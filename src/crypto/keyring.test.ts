@@ -1,0 +1,330 @@
+import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../lib/clock.js'
+import { newId } from '../lib/ids.js'
+import { IntegrityError, NONCE_BYTES, TAG_BYTES } from './aead.js'
+import { type DataKeyRecord, type DataKeyStore, Keyring } from './keyring.js'
+import { MasterKey } from './master-key.js'
+
+/**
+ * The data-key table in memory, with the repository's semantics (store/data-keys.repo.ts):
+ * `findCurrent` is the oldest key of the account. Every call yields to the event loop first,
+ * as a database round trip would, so concurrent callers really interleave.
+ */
+class MemoryDataKeyStore implements DataKeyStore {
+  readonly records: DataKeyRecord[] = []
+  inserts = 0
+  failNextInsert = false
+  /** Yield before answering, as a database round trip would. */
+  delay = true
+
+  async #roundTrip() {
+    if (this.delay) await sleep(1)
+  }
+
+  async findCurrent(accountId: string) {
+    await this.#roundTrip()
+    return this.records
+      .filter((r) => r.account_id === accountId)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))[0]
+  }
+  async findById(accountId: string, id: string) {
+    await this.#roundTrip()
+    return this.records.find((r) => r.account_id === accountId && r.id === id)
+  }
+  async insert(record: DataKeyRecord) {
+    await this.#roundTrip()
+    this.inserts++
+    if (this.failNextInsert) {
+      this.failNextInsert = false
+      throw new Error('database is down')
+    }
+    if (this.records.some((r) => r.account_id === record.account_id && r.id === record.id))
+      throw new Error('duplicate key')
+    this.records.push({ ...record })
+  }
+  async listForAccount(accountId: string) {
+    await this.#roundTrip()
+    return this.records.filter((r) => r.account_id === accountId)
+  }
+  async masterKeyIds() {
+    await this.#roundTrip()
+    return [...new Set(this.records.map((r) => r.master_key_id))]
+  }
+}
+
+const clock = new ManualClock()
+
+function setup(master = MasterKey.generate()) {
+  const store = new MemoryDataKeyStore()
+  return { master, store, keyring: new Keyring(master, store, clock) }
+}
+
+/** The keyring a freshly started process would have: same key and store, empty cache. */
+const restarted = (k: { master: MasterKey; store: MemoryDataKeyStore }) =>
+  new Keyring(k.master, k.store, clock)
+
+const A = newId()
+const B = newId()
+const ctx = 'document\nvault-1\ndoc-1'
+
+describe('Keyring encrypt / decrypt', () => {
+  it('round-trips text and bytes as c1.<data key id>.<base64>', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, '{"ssn":"078-05-1120"}', ctx)
+    expect(text).toMatch(/^c1\.[0-9a-f-]{36}\.[A-Za-z0-9+/]+=*$/)
+    expect(Keyring.isCiphertext(text)).toBe(true)
+    expect(await k.keyring.decryptText(A, text, ctx)).toBe('{"ssn":"078-05-1120"}')
+    const bytes = randomBytes(32)
+    const sealed = await k.keyring.encrypt(A, bytes, ctx)
+    expect((await k.keyring.decrypt(A, sealed, ctx)).equals(bytes)).toBe(true)
+    // empty content round-trips too
+    expect(await k.keyring.decryptText(A, await k.keyring.encrypt(A, '', ctx), ctx)).toBe('')
+  })
+
+  it('stores only the wrapped data key, under the master key id', async () => {
+    const k = setup()
+    await k.keyring.encrypt(A, 'x', ctx)
+    expect(k.store.records).toHaveLength(1)
+    const [record] = k.store.records as [DataKeyRecord]
+    expect(record).toMatchObject({ account_id: A, master_key_id: k.master.id })
+    expect(record.created_at).toBe(clock.now().toISOString())
+    expect(k.master.unwrap(record.wrapped_key, `${A}\n${record.id}`)).toHaveLength(32)
+  })
+
+  it('decrypts in a restarted process (data key unwrapped from the store)', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'hello', ctx)
+    expect(await restarted(k).decryptText(A, text, ctx)).toBe('hello')
+  })
+
+  it('never repeats a ciphertext or a nonce for the same plaintext (10,000 encryptions)', async () => {
+    const k = setup()
+    const seen = new Set<string>()
+    const nonces = new Set<string>()
+    for (let i = 0; i < 10_000; i++) {
+      const text = await k.keyring.encrypt(A, 'same', ctx)
+      seen.add(text)
+      const body = Buffer.from(text.split('.')[2] as string, 'base64')
+      expect(body.length).toBe(NONCE_BYTES + 4 + TAG_BYTES)
+      nonces.add(body.subarray(0, NONCE_BYTES).toString('hex'))
+    }
+    expect(seen.size).toBe(10_000)
+    expect(nonces.size).toBe(10_000)
+    // all under one data key
+    expect(k.store.records).toHaveLength(1)
+  })
+})
+
+describe('Keyring binding (ciphertexts cannot move)', () => {
+  it('fails closed in another context: another row, table or vault', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'secret', ctx)
+    for (const other of [
+      'document\nvault-1\ndoc-2',
+      'document\nvault-2\ndoc-1',
+      'user-attributes\ndoc-1',
+      `${ctx}\n`,
+      '',
+    ]) {
+      await expect(k.keyring.decrypt(A, text, other)).rejects.toThrow(IntegrityError)
+    }
+  })
+
+  it('fails closed in another account, whether or not that account has data keys', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'secret', ctx)
+    await expect(k.keyring.decrypt(B, text, ctx)).rejects.toThrow(IntegrityError)
+    await k.keyring.encrypt(B, 'b', ctx)
+    await expect(k.keyring.decrypt(B, text, ctx)).rejects.toThrow(IntegrityError)
+    await expect(restarted(k).decrypt(B, text, ctx)).rejects.toThrow(IntegrityError)
+    // even when B's own key id is put in front of A's body
+    const bKey = k.store.records.find((r) => r.account_id === B) as DataKeyRecord
+    const relabelled = text.replace(/^c1\.[^.]+\./, `c1.${bKey.id}.`)
+    await expect(k.keyring.decrypt(B, relabelled, ctx)).rejects.toThrow(IntegrityError)
+  })
+
+  it('fails closed for a data key id the account does not have', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'secret', ctx)
+    const unknown = text.replace(/^c1\.[^.]+\./, `c1.${newId()}.`)
+    await expect(k.keyring.decrypt(A, unknown, ctx)).rejects.toThrow(
+      'stored data names an unknown data key',
+    )
+  })
+
+  it('fails closed on every single-character change of the stored text', async () => {
+    const k = setup()
+    k.store.delay = false
+    const fresh = restarted(k)
+    // lengths giving 0, 1 and 2 characters of base64 padding
+    for (const plain of ['', 'a', 'ab', 'abc', '{"ssn":"078-05-1120"}']) {
+      const text = await k.keyring.encrypt(A, plain, ctx)
+      expect(await fresh.decryptText(A, text, ctx)).toBe(plain)
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=.-_ !'
+      for (let i = 0; i < text.length; i++) {
+        for (const c of alphabet) {
+          if (c === text[i]) continue
+          const tampered = text.slice(0, i) + c + text.slice(i + 1)
+          await expect(
+            fresh.decrypt(A, tampered, ctx),
+            `position ${i} of ${text.length} → ${c}`,
+          ).rejects.toThrow(IntegrityError)
+        }
+      }
+    }
+  }, 60_000)
+
+  it('fails closed when characters are appended, inserted or removed', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'secret value', ctx)
+    const variants = [
+      `${text}.`,
+      `${text}.extra`,
+      `${text}A`,
+      `${text}=`,
+      `${text}\n`,
+      ` ${text}`,
+      text.slice(0, -1),
+      text.replace('.', '..'),
+      text.slice(0, 20) + text.slice(21),
+      `${text.slice(0, 40)}!${text.slice(40)}`,
+      `${text.slice(0, 40)}\n${text.slice(40)}`,
+    ]
+    for (const v of variants) {
+      await expect(k.keyring.decrypt(A, v, ctx), JSON.stringify(v)).rejects.toThrow(IntegrityError)
+    }
+  })
+
+  it('refuses texts that are not c1. ciphertexts: plaintext is never served as such', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'x', ctx)
+    const [, id, body] = text.split('.')
+    for (const value of [
+      '{"legacy":true}',
+      '',
+      'c1',
+      'c1.',
+      `c1.${id}`,
+      `c1.${id}.`,
+      `c1..${body}`,
+      `c2.${id}.${body}`,
+      `C1.${id}.${body}`,
+      `.${id}.${body}`,
+    ]) {
+      expect(Keyring.isCiphertext(value)).toBe(value.startsWith('c1.'))
+      await expect(k.keyring.decrypt(A, value, ctx), JSON.stringify(value)).rejects.toThrow(
+        IntegrityError,
+      )
+    }
+  })
+})
+
+describe('Keyring data keys', () => {
+  it('creates exactly one data key per account under 20 concurrent first encryptions', async () => {
+    const k = setup()
+    const texts = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => k.keyring.encrypt(A, `value ${i}`, ctx)),
+    )
+    expect(k.store.inserts).toBe(1)
+    expect(k.store.records).toHaveLength(1)
+    const keyId = (k.store.records[0] as DataKeyRecord).id
+    for (const [i, text] of texts.entries()) {
+      expect(text.split('.')[1]).toBe(keyId)
+      expect(await restarted(k).decryptText(A, text, ctx)).toBe(`value ${i}`)
+    }
+    // and one per account when accounts start together
+    const more = Array.from({ length: 5 }, () => newId())
+    await Promise.all(
+      more.flatMap((acc) => [1, 2, 3, 4].map(() => k.keyring.encrypt(acc, 'v', ctx))),
+    )
+    expect(k.store.records).toHaveLength(6)
+    expect(new Set(k.store.records.map((r) => r.account_id)).size).toBe(6)
+  })
+
+  it('reuses the stored data key after a restart instead of making another', async () => {
+    const k = setup()
+    await k.keyring.encrypt(A, 'x', ctx)
+    await Promise.all(Array.from({ length: 10 }, () => restarted(k).encrypt(A, 'y', ctx)))
+    expect(k.store.records).toHaveLength(1)
+  })
+
+  it('retries key creation after a failed insert (a failure is not cached)', async () => {
+    const k = setup()
+    k.store.failNextInsert = true
+    await expect(k.keyring.encrypt(A, 'x', ctx)).rejects.toThrow('database is down')
+    const text = await k.keyring.encrypt(A, 'x', ctx)
+    expect(await k.keyring.decryptText(A, text, ctx)).toBe('x')
+    expect(k.store.records).toHaveLength(1)
+  })
+
+  it('fails closed when the stored wrapped key is tampered with or moved to another record', async () => {
+    const k = setup()
+    const textA = await k.keyring.encrypt(A, 'a', ctx)
+    const textB = await k.keyring.encrypt(B, 'b', ctx)
+    const [recA, recB] = k.store.records as [DataKeyRecord, DataKeyRecord]
+    const raw = Buffer.from(recA.wrapped_key, 'base64')
+    raw[20] = (raw[20] as number) ^ 0x01
+    const original = recA.wrapped_key
+    recA.wrapped_key = raw.toString('base64')
+    await expect(restarted(k).decrypt(A, textA, ctx)).rejects.toThrow(IntegrityError)
+    // B's wrapped key copied into A's record: bound to B's account and id, so refused
+    recA.wrapped_key = recB.wrapped_key
+    await expect(restarted(k).decrypt(A, textA, ctx)).rejects.toThrow(IntegrityError)
+    recA.wrapped_key = original
+    expect(await restarted(k).decryptText(A, textA, ctx)).toBe('a')
+    expect(await restarted(k).decryptText(B, textB, ctx)).toBe('b')
+  })
+
+  it('fails closed for a data key wrapped by another master key', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'a', ctx)
+    const other = new Keyring(MasterKey.generate(), k.store, clock)
+    await expect(other.decrypt(A, text, ctx)).rejects.toThrow(
+      'data key is wrapped by another master key',
+    )
+    // even if the record's master key id is relabelled to the other key's
+    const record = k.store.records[0] as DataKeyRecord
+    record.master_key_id = other.master.id
+    await expect(other.decrypt(A, text, ctx)).rejects.toThrow(IntegrityError)
+  })
+})
+
+describe('Keyring.assertUnlocks', () => {
+  it('passes on an empty store and on a store of its own keys', async () => {
+    const k = setup()
+    await expect(k.keyring.assertUnlocks()).resolves.toBeUndefined()
+    await k.keyring.encrypt(A, 'a', ctx)
+    await k.keyring.encrypt(B, 'b', ctx)
+    await expect(restarted(k).assertUnlocks()).resolves.toBeUndefined()
+  })
+
+  it('throws for a store holding data keys of another master key, naming both ids', async () => {
+    const k = setup()
+    await k.keyring.encrypt(A, 'a', ctx)
+    const stranger = MasterKey.generate()
+    const other = new Keyring(stranger, k.store, clock)
+    await expect(other.assertUnlocks()).rejects.toThrow(/does not unlock this database/)
+    await expect(other.assertUnlocks()).rejects.toThrow(k.master.id)
+    await expect(other.assertUnlocks()).rejects.toThrow(stranger.id)
+  })
+
+  it('throws when only some data keys are wrapped by this master key', async () => {
+    const k = setup()
+    await k.keyring.encrypt(A, 'a', ctx)
+    const second = MasterKey.generate()
+    await new Keyring(second, k.store, clock).encrypt(B, 'b', ctx)
+    await expect(k.keyring.assertUnlocks()).rejects.toThrow(second.id)
+    await expect(new Keyring(second, k.store, clock).assertUnlocks()).rejects.toThrow(k.master.id)
+  })
+
+  it('never puts the master key itself in its message', async () => {
+    const k = setup()
+    await k.keyring.encrypt(A, 'a', ctx)
+    const stranger = MasterKey.generate()
+    const error = await new Keyring(stranger, k.store, clock).assertUnlocks().catch((e) => e)
+    expect(String(error.message)).not.toContain(stranger.toBase64().slice(0, 16))
+    expect(String(error.message)).not.toContain(k.master.toBase64().slice(0, 16))
+  })
+})
