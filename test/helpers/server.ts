@@ -1,6 +1,5 @@
 import type { AddressInfo } from 'node:net'
-import type { Clock } from '../../src/lib/clock.js'
-import { type Admin, buildTestApp, type TestApp } from './app.js'
+import { type Admin, buildTestApp, type TestApp, type TestAppOptions } from './app.js'
 
 export interface TestServer {
   /** Base URL without a trailing slash (`http://127.0.0.1:PORT`): the SDK builds `${host}/${path}`. */
@@ -16,7 +15,7 @@ export interface TestServer {
  * The test app (see buildTestApp) listening on a real socket on a free loopback port, so clients
  * such as the official SDK talk to it over HTTP exactly as they would in production.
  */
-export async function startTestServer(options: { clock?: Clock } = {}): Promise<TestServer> {
+export async function startTestServer(options: TestAppOptions = {}): Promise<TestServer> {
   const testApp = await buildTestApp(options)
   try {
     await testApp.app.listen({ host: '127.0.0.1', port: 0 })

@@ -65,6 +65,66 @@ declare module 'truevault' {
       groupId: string,
       userIds: string[],
     ): Promise<TrueVaultClient.Group>
+    listVaults(page?: number, perPage?: number): Promise<TrueVaultClient.Vault[]>
+    createVault(name: string): Promise<TrueVaultClient.Vault>
+    readVault(vaultId: string): Promise<TrueVaultClient.Vault>
+    updateVault(vaultId: string, name: string): Promise<TrueVaultClient.Vault>
+    deleteVault(vaultId: string): Promise<TrueVaultClient.Vault>
+    createDocument(
+      vaultId: string,
+      schemaId: string | null,
+      document: unknown,
+      ownerId?: string | null,
+    ): Promise<TrueVaultClient.DocumentMeta>
+    listDocuments(
+      vaultId: string,
+      full?: boolean,
+      page?: number,
+      perPage?: number,
+    ): Promise<TrueVaultClient.Page<TrueVaultClient.DocumentItem>>
+    getDocuments(vaultId: string, documentIds: string[]): Promise<TrueVaultClient.DocumentItem[]>
+    updateDocument(
+      vaultId: string,
+      documentId: string,
+      document: unknown,
+      ownerId?: string | null,
+      schemaId?: string | null,
+    ): Promise<TrueVaultClient.DocumentMeta>
+    updateDocumentOwner(
+      vaultId: string,
+      documentId: string,
+      ownerId: string,
+    ): Promise<TrueVaultClient.DocumentMeta>
+    /** Built by the SDK from the top-level `document_id` and `owner_id`. */
+    deleteDocument(vaultId: string, documentId: string): Promise<{ id: unknown; owner_id: unknown }>
+    /**
+     * `file` goes to `FormData.append('file', file)`: a `Blob`/`File` for the global `FormData`,
+     * a readable stream (or Buffer) for the `form-data` package.
+     */
+    createBlob(
+      vaultId: string,
+      file: TrueVaultClient.BlobPayload,
+      ownerId?: string | null,
+    ): Promise<TrueVaultClient.BlobInfo>
+    /** Raw `fetch` (no `_tv_sdk`, no error check): whatever the body is comes back as `blob`. */
+    getBlob(vaultId: string, blobId: string): Promise<TrueVaultClient.BlobDownload>
+    listBlobs(
+      vaultId: string,
+      page?: number,
+      perPage?: number,
+    ): Promise<TrueVaultClient.Page<TrueVaultClient.BlobInfo>>
+    updateBlob(
+      vaultId: string,
+      blobId: string,
+      file: TrueVaultClient.BlobPayload,
+      ownerId?: string | null,
+    ): Promise<TrueVaultClient.BlobInfo>
+    updateBlobOwner(
+      vaultId: string,
+      blobId: string,
+      ownerId: string,
+    ): Promise<TrueVaultClient.BlobInfo>
+    deleteBlob(vaultId: string, blobId: string): Promise<TrueVaultClient.BlobInfo>
   }
 
   namespace TrueVaultClient {
@@ -92,6 +152,47 @@ declare module 'truevault' {
       policy: PolicyStatement[]
       user_ids?: string[]
       [key: string]: unknown
+    }
+    interface Vault {
+      id: string
+      name: string
+      [key: string]: unknown
+    }
+    /** v2 document create/update and the v1 owner update. */
+    interface DocumentMeta {
+      id: string
+      vault_id: string
+      owner_id: string | null
+      [key: string]: unknown
+    }
+    /** v2 multi-get, and v1 list items (`document` decoded by the SDK, only when `full`). */
+    interface DocumentItem {
+      id: string
+      document?: unknown
+      [key: string]: unknown
+    }
+    interface Page<T> {
+      items: T[]
+      page: number
+      per_page: number
+      total: number
+      [key: string]: unknown
+    }
+    type BlobPayload = Blob | NodeJS.ReadableStream | Buffer
+    interface BlobInfo {
+      id: string
+      filename?: string
+      /** A string, as TrueVault sends it. */
+      size?: string
+      owner_id?: string | null
+      [key: string]: unknown
+    }
+    interface BlobDownload {
+      /** A global `Blob` with global fetch; node-fetch 2's own Blob (no readers) otherwise. */
+      blob: unknown
+      contentType: string | null
+      /** From `Content-Disposition`, parsed by the `content-disposition` package. */
+      fileName: string | undefined
     }
     /** What the SDK throws when the body says `result: "error"`. */
     interface ApiError extends Error {
