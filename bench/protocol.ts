@@ -1,6 +1,6 @@
-/** What a server child prints, as one JSON line on stdout, once it is listening. */
+/** What a child process prints, as one JSON line on stdout, once it is ready. */
 
-export type ServerKind = 'bare' | 'coffer'
+export type ServerKind = 'bare' | 'coffer' | 's3'
 
 export interface BareServerInfo {
   kind: 'bare'
@@ -11,21 +11,46 @@ export interface CofferServerInfo {
   kind: 'coffer'
   port: number
   dialect: 'sqlite' | 'postgres'
+  /** Where BLOB content goes: a directory next to the database, or an S3 bucket. */
+  blobStore: 'fs' | 's3'
   accountId: string
   /** The account admin (full access): Basic `<apiKey>:`. */
   adminApiKey: string
   adminUserId: string
   /** A second user with a known password, for the login scenario. */
   loginUser: { id: string; username: string; password: string }
+  /** A vault holding `documentCount` small documents (the read and list scenarios). */
+  vaultId: string
+  documentCount: number
+  /** One of those documents. */
+  documentId: string
+  /** An empty vault for the create scenario, so the read vault keeps its size. */
+  writeVaultId: string
 }
 
-export type ServerInfo = BareServerInfo | CofferServerInfo
+/** An s3rver child (the S3 BLOB bench): its own process, so its memory is not the server's. */
+export interface S3ServerInfo {
+  kind: 's3'
+  port: number
+  bucket: string
+}
 
-/** The child reads these from its environment (the parent sets them). */
+export type ServerInfo = BareServerInfo | CofferServerInfo | S3ServerInfo
+
+/** s3rver accepts these fixed credentials. */
+export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const
+
+/** The children read these from their environment (the parent sets them). */
 export const ENV = {
-  /** SQLite: the temp dir the parent created (and removes). */
+  /** SQLite: the temp dir the parent created (and removes); also the s3rver storage dir. */
   dataDir: 'COFFER_BENCH_DATA_DIR',
   /** PostgreSQL: the server URL, and the fresh schema the parent created (and drops). */
   pgUrl: 'COFFER_BENCH_DATABASE_URL',
   pgSchema: 'COFFER_BENCH_PG_SCHEMA',
+  /** Coffer on S3: the endpoint (`http://127.0.0.1:<port>`) and bucket of the s3rver child. */
+  s3Endpoint: 'COFFER_BENCH_S3_ENDPOINT',
+  s3Bucket: 'COFFER_BENCH_S3_BUCKET',
 } as const
+
+/** Only the parent sets these for a child: values inherited from the user's shell are dropped. */
+export const CHILD_ONLY_ENV: readonly string[] = Object.values(ENV)

@@ -1,18 +1,30 @@
 /**
  * `npm run bench`: HTTP throughput and latency of Coffer against a bare Fastify baseline.
  *
+ * Then BLOB throughput: generated BLOBs uploaded (multipart, streamed) and downloaded on a fresh
+ * Coffer server, with the server's RSS watched from /proc; on S3 (s3rver) too when asked.
+ *
  * Env: BENCH_DURATION (seconds per scenario, default 5), BENCH_CONNECTIONS (default 10),
  * BENCH_WARMUP (seconds, default 1), COFFER_BENCH_DATABASE_URL (postgres://…: run Coffer on
- * PostgreSQL in a fresh schema, dropped afterwards; default a fresh SQLite file in a temp dir).
- * Writes bench/results/latest.md; exits 1 if any scenario saw non-2xx responses or errors.
+ * PostgreSQL in a fresh schema, dropped afterwards; default a fresh SQLite file in a temp dir),
+ * BENCH_BLOB_ROUNDS (uploads and downloads per store, default 3), BENCH_BLOB_MIB (MiB per BLOB,
+ * default and at most 50, the server's limit), COFFER_BENCH_BLOB_STORE (`s3`: also measure BLOBs
+ * on an s3rver in its own process; default only the file store), BENCH_PARTS (`http`, `blobs`
+ * or both, comma-separated; default both).
+ * Writes bench/results/latest.md; exits 1 if any scenario saw non-2xx responses or errors, or a
+ * BLOB request failed or came back different.
  */
 import { cpus } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { type BlobMeasurement, failedBlobMeasurement, MiB, measureBlobs } from './blobs.js'
 import {
+  formatBlobLine,
+  formatBlobProblems,
   formatLine,
   formatProblems,
+  isBlobBroken,
   isBroken,
   type Measurement,
   markdown,
@@ -20,7 +32,7 @@ import {
   writeReport,
 } from './report.js'
 import { bareScenario, cofferScenarios, type Scenario } from './scenarios.js'
-import { startBareServer, startCofferServer, stopAll } from './servers.js'
+import { startBareServer, startCofferServer, startS3Server, stopAll } from './servers.js'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const RESULTS_FILE = join(BENCH_DIR, 'results', 'latest.md')
@@ -133,6 +145,48 @@ async function runScenario(
   }
 }
 
+/** The BLOB part on a Coffer server of its own (a clean baseline), on files or on s3rver. */
+async function runBlobs(
+  store: 'fs' | 's3',
+  pgUrl: string | undefined,
+  rounds: number,
+  sizeBytes: number,
+): Promise<BlobMeasurement> {
+  process.stderr.write(`→ BLOB ${store}: ${rounds} x ${sizeBytes / MiB} MiB up, then down\n`)
+  const s3 = store === 's3' ? await startS3Server() : undefined
+  try {
+    const coffer = await startCofferServer({ pgUrl, s3 })
+    try {
+      return await measureBlobs(coffer, rounds, sizeBytes, (line) =>
+        process.stderr.write(`${line}\n`),
+      )
+    } catch (error) {
+      return failedBlobMeasurement(store, rounds, sizeBytes, error)
+    } finally {
+      await coffer.stop()
+    }
+  } finally {
+    await s3?.stop()
+  }
+}
+
+/** BENCH_PARTS: `http`, `blobs` or both (the default), comma-separated. */
+function benchParts(): { http: boolean; blobs: boolean } {
+  const raw = (process.env.BENCH_PARTS ?? '').trim()
+  if (raw === '') return { http: true, blobs: true }
+  const parts = raw.split(',').map((p) => p.trim())
+  const unknown = parts.filter((p) => p !== 'http' && p !== 'blobs')
+  if (unknown.length > 0) throw new Error(`BENCH_PARTS takes http and/or blobs (got ${raw})`)
+  return { http: parts.includes('http'), blobs: parts.includes('blobs') }
+}
+
+function blobStores(): ('fs' | 's3')[] {
+  const raw = (process.env.COFFER_BENCH_BLOB_STORE ?? '').trim()
+  if (raw === '' || raw === 'fs') return ['fs']
+  if (raw === 's3') return ['fs', 's3']
+  throw new Error(`COFFER_BENCH_BLOB_STORE must be fs or s3 (got ${raw})`)
+}
+
 async function main(): Promise<number> {
   const load: Load = {
     durationS: envNumber('BENCH_DURATION', 5, false),
@@ -140,6 +194,12 @@ async function main(): Promise<number> {
   }
   const warmupS = envNumber('BENCH_WARMUP', 1, false)
   const pgUrl = process.env.COFFER_BENCH_DATABASE_URL || undefined
+  const blobRounds = envNumber('BENCH_BLOB_ROUNDS', 3, true)
+  const blobMiB = envNumber('BENCH_BLOB_MIB', 50, false)
+  if (blobMiB > 50) throw new Error(`BENCH_BLOB_MIB must be at most 50 (got ${blobMiB})`)
+  const blobBytes = Math.round(blobMiB * MiB)
+  const stores = blobStores()
+  const parts = benchParts()
   const results: Measurement[] = []
   const record = (m: Measurement) => {
     results.push(m)
@@ -147,20 +207,30 @@ async function main(): Promise<number> {
     if (isBroken(m)) process.stderr.write(`\n${formatProblems(m)}\n\n`)
   }
 
-  const bare = await startBareServer()
-  try {
-    record(await runScenario(bare.url, bareScenario, load, warmupS))
-  } finally {
-    await bare.stop()
+  if (parts.http) {
+    const bare = await startBareServer()
+    try {
+      record(await runScenario(bare.url, bareScenario, load, warmupS))
+    } finally {
+      await bare.stop()
+    }
+
+    const coffer = await startCofferServer({ pgUrl })
+    try {
+      for (const scenario of cofferScenarios(coffer.info)) {
+        record(await runScenario(coffer.url, scenario, load, warmupS))
+      }
+    } finally {
+      await coffer.stop()
+    }
   }
 
-  const coffer = await startCofferServer(pgUrl)
-  try {
-    for (const scenario of cofferScenarios(coffer.info)) {
-      record(await runScenario(coffer.url, scenario, load, warmupS))
-    }
-  } finally {
-    await coffer.stop()
+  const blobs: BlobMeasurement[] = []
+  for (const store of parts.blobs ? stores : []) {
+    const b = await runBlobs(store, pgUrl, blobRounds, blobBytes)
+    blobs.push(b)
+    process.stdout.write(`${formatBlobLine(b)}\n`)
+    if (isBlobBroken(b)) process.stderr.write(`\n${formatBlobProblems(b)}\n\n`)
   }
 
   const run: RunInfo = {
@@ -173,16 +243,19 @@ async function main(): Promise<number> {
       : 'SQLite (fresh file in a temp dir)',
     node: process.version,
     cpus: cpus().length,
+    blobRounds,
+    blobBytes,
   }
-  const text = markdown(run, results)
+  const text = markdown(run, results, blobs)
   writeReport(RESULTS_FILE, text)
   process.stdout.write(`\n${text}\nwritten to ${relative(process.cwd(), RESULTS_FILE)}\n`)
 
-  const broken = results.filter(isBroken)
+  const broken = [
+    ...results.filter(isBroken).map((m) => m.scenario.name),
+    ...blobs.filter(isBlobBroken).map((b) => `BLOB ${b.store}`),
+  ]
   if (broken.length > 0) {
-    process.stderr.write(
-      `\n!!! ${broken.length} scenario(s) BROKEN: ${broken.map((m) => m.scenario.name).join(', ')}\n`,
-    )
+    process.stderr.write(`\n!!! ${broken.length} scenario(s) BROKEN: ${broken.join(', ')}\n`)
     return 1
   }
   return 0

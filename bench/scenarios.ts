@@ -14,6 +14,7 @@ export interface Scenario {
 }
 
 const FORM = 'application/x-www-form-urlencoded'
+const JSON_TYPE = 'application/json'
 
 function basic(user: string, password = ''): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
@@ -68,6 +69,40 @@ export function cofferScenarios(info: CofferServerInfo): Scenario[] {
         password: info.loginUser.password,
       }).toString(),
       note: 'argon2id verify at OWASP cost (m=19 MiB, t=2) on the 4-thread libuv pool, by design',
+    },
+    {
+      name: 'POST /v2/vaults/{v}/documents',
+      server: 'coffer',
+      method: 'POST',
+      // Its own vault: the read vault below keeps its fixed size however fast this runs.
+      path: `/v2/vaults/${info.writeVaultId}/documents`,
+      headers: { ...admin, 'content-type': JSON_TYPE },
+      body: JSON.stringify({
+        document: { name: 'Ada Lovelace', email: 'ada@example.com', age: 36, tags: ['bench'] },
+      }),
+    },
+    {
+      name: 'GET /v2/vaults/{v}/documents/{id}',
+      server: 'coffer',
+      method: 'GET',
+      path: `/v2/vaults/${info.vaultId}/documents/${info.documentId}`,
+      headers: admin,
+    },
+    {
+      name: 'GET /v1/vaults/{v}/documents/{id}',
+      server: 'coffer',
+      method: 'GET',
+      path: `/v1/vaults/${info.vaultId}/documents/${info.documentId}`,
+      headers: admin,
+      note: 'deprecated single read: the bare base64 text of the document, not JSON',
+    },
+    {
+      name: 'GET /v1/vaults/{v}/documents?full=true&per_page=100',
+      server: 'coffer',
+      method: 'GET',
+      path: `/v1/vaults/${info.vaultId}/documents?full=true&per_page=100`,
+      headers: admin,
+      note: `one page of 100 of the vault's ${info.documentCount} documents, each decrypted and base64-encoded`,
     },
   ]
 }

@@ -1,6 +1,7 @@
 /**
- * A server for the bench, in its own process so the load generator never shares its event loop.
- * Usage: node --import tsx bench/server-child.ts <bare|coffer>
+ * A server for the bench, in its own process so the load generator never shares its event loop
+ * (and so its memory can be read from /proc on its own).
+ * Usage: node --import tsx bench/server-child.ts <bare|coffer|s3>
  * Prints one JSON line (ServerInfo) on stdout once listening, then serves until SIGTERM/SIGINT or
  * until its stdin closes (the parent died).
  */
@@ -9,19 +10,23 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
+import type { BlobStore } from '../src/blob/blob-store.js'
 import { FsBlobStore } from '../src/blob/fs-blob-store.js'
+import { S3BlobStore } from '../src/blob/s3-blob-store.js'
 import { MasterKey } from '../src/crypto/master-key.js'
 import { createDeps } from '../src/deps.js'
 import { openStore, type Store } from '../src/store/db.js'
 import { migrateToLatest } from '../src/store/migrate.js'
-import { ENV, type ServerInfo } from './protocol.js'
+import { ENV, S3RVER_CREDENTIALS, type ServerInfo } from './protocol.js'
 
 const HOST = '127.0.0.1'
+/** Documents in the read vault: more than one list page of 100. */
+const DOCUMENT_COUNT = 120
 
 interface Running {
-  app: FastifyInstance
   info: ServerInfo
-  store?: Store
+  /** Stops serving and releases everything (the process exits right after). */
+  close(): Promise<void>
 }
 
 function portOf(app: FastifyInstance): number {
@@ -30,38 +35,81 @@ function portOf(app: FastifyInstance): number {
   return address.port
 }
 
+function required(name: string): string {
+  const value = process.env[name]
+  if (!value) throw new Error(`${name} is required`)
+  return value
+}
+
 async function startBare(): Promise<Running> {
   const app = Fastify({ logger: false })
   app.get('/', async () => ({ hello: 'world' }))
   await app.listen({ host: HOST, port: 0 })
-  return { app, info: { kind: 'bare', port: portOf(app) } }
+  return { info: { kind: 'bare', port: portOf(app) }, close: () => app.close() }
 }
 
 /** A fresh, migrated store: a SQLite file in the parent's temp dir, or a PostgreSQL schema. */
 async function openBenchStore(): Promise<Store> {
   const pgUrl = process.env[ENV.pgUrl]
-  if (pgUrl) {
-    const pgSchema = process.env[ENV.pgSchema]
-    if (!pgSchema) throw new Error(`${ENV.pgSchema} is required with ${ENV.pgUrl}`)
-    const store = openStore({ url: pgUrl, pgSchema })
-    await migrateToLatest(store.db)
-    return store
-  }
-  const dataDir = process.env[ENV.dataDir]
-  if (!dataDir) throw new Error(`${ENV.dataDir} is required`)
-  const store = openStore({ url: join(dataDir, 'coffer.db') })
+  const store = pgUrl
+    ? openStore({ url: pgUrl, pgSchema: required(ENV.pgSchema) })
+    : openStore({ url: join(required(ENV.dataDir), 'coffer.db') })
   await migrateToLatest(store.db)
   return store
 }
 
+/** Files under the parent's temp dir, or the s3rver child's bucket when the parent names one. */
+function openBlobStore(): BlobStore {
+  const endpoint = process.env[ENV.s3Endpoint]
+  if (endpoint) {
+    return new S3BlobStore({
+      endpoint,
+      bucket: required(ENV.s3Bucket),
+      region: 'us-east-1',
+      forcePathStyle: true,
+      ...S3RVER_CREDENTIALS,
+    })
+  }
+  return new FsBlobStore(
+    join(process.env[ENV.dataDir] ?? tmpdir(), `coffer-bench-blobs-${process.pid}`),
+  )
+}
+
+/** Fixtures through the public API (app.inject, before listening): what a client would do. */
+async function createFixtures(app: FastifyInstance, adminApiKey: string) {
+  const authorization = `Basic ${Buffer.from(`${adminApiKey}:`).toString('base64')}`
+  const call = async (method: 'POST' | 'GET', url: string, payload?: object) => {
+    const res = await app.inject({ method, url, headers: { authorization }, payload })
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      throw new Error(`fixture ${method} ${url}: HTTP ${res.statusCode}: ${res.body.slice(0, 300)}`)
+    }
+    return res.json() as Record<string, unknown>
+  }
+  const vault = async (name: string) =>
+    ((await call('POST', '/v1/vaults', { name })).vault as { id: string }).id
+  const vaultId = await vault('bench-reads')
+  const writeVaultId = await vault('bench-writes')
+  const documentIds: string[] = []
+  for (let i = 0; i < DOCUMENT_COUNT; i++) {
+    const created = await call('POST', `/v2/vaults/${vaultId}/documents`, {
+      document: {
+        name: `Bench Person ${i}`,
+        email: `person${i}@example.com`,
+        age: 20 + (i % 50),
+        tags: ['bench', `n${i % 7}`],
+      },
+    })
+    documentIds.push(created.document_id as string)
+  }
+  const documentId = documentIds[Math.floor(DOCUMENT_COUNT / 2)] as string
+  return { vaultId, writeVaultId, documentId, documentCount: DOCUMENT_COUNT }
+}
+
 async function startCoffer(): Promise<Running> {
   const store = await openBenchStore()
+  const blobStore = openBlobStore()
   // Production argon2 parameters (the default): login is meant to be measured as deployed.
-  const blobDir = join(process.env[ENV.dataDir] ?? tmpdir(), `coffer-bench-blobs-${process.pid}`)
-  const deps = createDeps(store, {
-    masterKey: MasterKey.generate(),
-    blobStore: new FsBlobStore(blobDir),
-  })
+  const deps = createDeps(store, { masterKey: MasterKey.generate(), blobStore })
   const admin = await deps.accounts.createWithAdmin()
   const adminRow = await deps.users.findForLogin(admin.account_id, admin.username)
   if (!adminRow) throw new Error('the admin user was not created')
@@ -69,34 +117,59 @@ async function startCoffer(): Promise<Running> {
   const created = await deps.users.create(admin.account_id, { ...loginUser, groupIds: [] })
 
   const app = await buildApp(deps, { logger: false })
+  const fixtures = await createFixtures(app, admin.api_key)
   await app.listen({ host: HOST, port: 0 })
   return {
-    app,
-    store,
     info: {
       kind: 'coffer',
       port: portOf(app),
       dialect: store.dialect,
+      blobStore: blobStore instanceof S3BlobStore ? 's3' : 'fs',
       accountId: admin.account_id,
       adminApiKey: admin.api_key,
       adminUserId: adminRow.id,
       loginUser: { id: created.row.id, ...loginUser },
+      ...fixtures,
+    },
+    close: async () => {
+      try {
+        await app.close()
+        await store.close()
+      } finally {
+        if (blobStore instanceof S3BlobStore) blobStore.close()
+      }
     },
   }
 }
 
+/** s3rver with one empty bucket, storing into the parent's temp dir (the parent removes it). */
+async function startS3(): Promise<Running> {
+  // Loaded only here: the Coffer children never carry s3rver in their memory.
+  const { default: S3rver } = await import('s3rver')
+  const bucket = 'coffer-bench'
+  const server = new S3rver({
+    address: HOST,
+    port: 0,
+    silent: true,
+    directory: required(ENV.dataDir),
+    configureBuckets: [{ name: bucket, configs: [] }],
+  })
+  const { port } = await server.run()
+  return { info: { kind: 's3', port, bucket }, close: () => server.close() }
+}
+
 async function main(kind: string | undefined): Promise<void> {
-  if (kind !== 'bare' && kind !== 'coffer') {
-    throw new Error(`usage: server-child.ts <bare|coffer> (got ${kind ?? 'nothing'})`)
+  const start = { bare: startBare, coffer: startCoffer, s3: startS3 }[kind ?? '']
+  if (kind === undefined || start === undefined) {
+    throw new Error(`usage: server-child.ts <bare|coffer|s3> (got ${kind ?? 'nothing'})`)
   }
-  const running = kind === 'bare' ? await startBare() : await startCoffer()
+  const running = await start()
   let stopping = false
   const stop = async () => {
     if (stopping) return
     stopping = true
     try {
-      await running.app.close()
-      await running.store?.close()
+      await running.close()
     } finally {
       process.exit(0)
     }

@@ -9,8 +9,10 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import {
   type BareServerInfo,
+  CHILD_ONLY_ENV,
   type CofferServerInfo,
   ENV,
+  type S3ServerInfo,
   type ServerInfo,
   type ServerKind,
 } from './protocol.js'
@@ -18,13 +20,15 @@ import {
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const REPO_ROOT = dirname(BENCH_DIR)
 const CHILD_SCRIPT = join(BENCH_DIR, 'server-child.ts')
-/** Migrations plus two argon2 hashes at OWASP cost; generous for a loaded 2-core machine. */
+/** Migrations, two OWASP-cost argon2 hashes, the fixtures: generous on a loaded 2-core box. */
 const START_TIMEOUT_MS = 60_000
 const STOP_TIMEOUT_MS = 10_000
 
 export interface ServerHandle<I extends ServerInfo> {
   info: I
   url: string
+  /** The child's process id (its memory is read from /proc/<pid>/status). */
+  pid: number
   /** Kills the child and removes its data; safe to call more than once. */
   stop(): Promise<void>
 }
@@ -40,17 +44,52 @@ export function startBareServer(): Promise<ServerHandle<BareServerInfo>> {
   return startChild('bare', {}, async () => {})
 }
 
-/** The real app on a fresh SQLite file in a temp dir, or a fresh schema on PostgreSQL. */
-export async function startCofferServer(pgUrl?: string): Promise<ServerHandle<CofferServerInfo>> {
+export interface CofferOptions {
+  /** PostgreSQL server for a fresh schema; default a fresh SQLite file in a temp dir. */
+  pgUrl?: string | undefined
+  /** BLOB content in this s3rver's bucket; default files in the temp dir. */
+  s3?: ServerHandle<S3ServerInfo> | undefined
+}
+
+/**
+ * The real app on a fresh SQLite file in a temp dir, or a fresh schema on PostgreSQL, with its
+ * fixtures (vaults and documents) created; BLOBs go to the temp dir, or to an s3rver child.
+ */
+export async function startCofferServer(
+  options: CofferOptions = {},
+): Promise<ServerHandle<CofferServerInfo>> {
+  const { pgUrl, s3 } = options
+  // The temp dir also holds the BLOB files (fs store) when the database is PostgreSQL.
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'))
+  const env: Record<string, string> = { [ENV.dataDir]: dir }
+  if (s3) {
+    Object.assign(env, {
+      [ENV.s3Endpoint]: s3.url,
+      [ENV.s3Bucket]: s3.info.bucket,
+      // The AWS SDK's notice that it will need Node 22 from 2027 is not a bench result.
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    })
+  }
+  const removeDir = async () => rmSync(dir, { recursive: true, force: true })
   if (pgUrl) {
     const schema = `coffer_bench_${randomBytes(6).toString('hex')}`
     await pgQuery(pgUrl, `create schema ${schema}`)
-    return startChild('coffer', { [ENV.pgUrl]: pgUrl, [ENV.pgSchema]: schema }, () =>
-      pgQuery(pgUrl, `drop schema if exists ${schema} cascade`),
-    )
+    Object.assign(env, { [ENV.pgUrl]: pgUrl, [ENV.pgSchema]: schema })
+    return startChild('coffer', env, async () => {
+      try {
+        await pgQuery(pgUrl, `drop schema if exists ${schema} cascade`)
+      } finally {
+        await removeDir()
+      }
+    })
   }
-  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'))
-  return startChild('coffer', { [ENV.dataDir]: dir }, async () => {
+  return startChild('coffer', env, removeDir)
+}
+
+/** s3rver with one empty bucket, in its own process, storing into a temp dir. */
+export function startS3Server(): Promise<ServerHandle<S3ServerInfo>> {
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-s3-'))
+  return startChild('s3', { [ENV.dataDir]: dir }, async () => {
     rmSync(dir, { recursive: true, force: true })
   })
 }
@@ -70,9 +109,11 @@ function startChild<I extends ServerInfo>(
   env: Record<string, string>,
   removeData: () => Promise<void>,
 ): Promise<ServerHandle<I>> {
+  const inherited = { ...process.env }
+  for (const name of CHILD_ONLY_ENV) delete inherited[name]
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD_SCRIPT, kind], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
+    env: { ...inherited, ...env },
     // stdin stays open: the child exits when it closes (if this process dies unexpectedly).
     stdio: ['pipe', 'pipe', 'inherit'],
   })
@@ -80,6 +121,7 @@ function startChild<I extends ServerInfo>(
   const handle: ServerHandle<ServerInfo> = {
     info: { kind: 'bare', port: 0 },
     url: '',
+    pid: child.pid ?? 0,
     stop: () => {
       stopped ??= (async () => {
         live.delete(handle)
