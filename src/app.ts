@@ -5,12 +5,14 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
-import { registerErrorHandling } from './http/errors.js'
+import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
+import { schemaRoutes } from './modules/schemas/schemas.routes.js'
+import { searchRoutes } from './modules/search/search.routes.js'
 import { userRoutes } from './modules/users/users.routes.js'
 import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 
@@ -49,6 +51,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // A path may list up to 100 UUIDs (GET /v2/users/{ids}: 3,699 characters); find-my-way's
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.
     routerOptions: { maxParamLength: 8192 },
+    frameworkErrors: frameworkErrorHandler,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
   })
 
@@ -126,5 +129,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await vaultRoutes(app, deps.vaults)
   await documentRoutes(app, deps.documents)
   await blobRoutes(app, deps.blobService)
+  await schemaRoutes(app, deps.schemas, deps.userSchemas)
+  await searchRoutes(app, deps.search)
   return app
 }

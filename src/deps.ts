@@ -15,6 +15,10 @@ import { noScopedTokens, type ScopedTokenResolver } from './modules/auth/princip
 import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { SchemasService } from './modules/schemas/schemas.service.js'
+import { UserSchemaService } from './modules/schemas/user-schema.service.js'
+import { Indexer } from './modules/search/indexer.js'
+import { SearchService } from './modules/search/search.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
 import { dataKeyStore } from './store/data-keys.repo.js'
@@ -35,7 +39,10 @@ export interface Deps {
   accounts: AccountsService
   vaults: VaultsService
   documents: DocumentsService
+  search: SearchService
   blobService: BlobsService
+  schemas: SchemasService
+  userSchemas: UserSchemaService
 }
 
 export interface DepsOptions {
@@ -72,11 +79,40 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const clock = options.clock ?? systemClock
   const hasher = new PasswordHasher(options.argon2)
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
+  const indexer = new Indexer()
   const credentials = new CredentialsService(db, clock)
   const groups = new GroupsService(db, clock)
-  const users = new UsersService(db, clock, hasher, credentials, groups, keyring)
-  const throttle = new LoginThrottle(db, clock)
   const vaults = new VaultsService(db, clock)
+  // Schemas re-index documents and users, which read their schema: the cycles are closed by
+  // late-bound closures (each is only called after construction).
+  let documents: DocumentsService | undefined
+  let users: UsersService | undefined
+  const userSchemas = new UserSchemaService(
+    db,
+    clock,
+    {
+      prepare: (accountId) => (users as UsersService).prepareReindex(accountId),
+      run: (trx, accountId, schema) => (users as UsersService).reindexAll(trx, accountId, schema),
+    },
+    (accountId) => (users as UsersService).hasUsers(accountId),
+  )
+  const schemas = new SchemasService(db, clock, vaults, {
+    prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
+    run: (trx, accountId, vaultId, schema) =>
+      (documents as DocumentsService).reindexSchema(trx, accountId, vaultId, schema),
+  })
+  users = new UsersService(
+    db,
+    clock,
+    hasher,
+    credentials,
+    groups,
+    keyring,
+    indexer,
+    (trx, accountId) => userSchemas.current(trx, accountId),
+  )
+  documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
+  const throttle = new LoginThrottle(db, clock)
   return {
     store,
     clock,
@@ -89,9 +125,12 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     groups,
     users,
     login: new LoginService(db, clock, hasher, users, credentials, throttle),
-    accounts: new AccountsService(db, clock, users, groups),
+    accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
-    documents: new DocumentsService(db, clock, keyring, vaults, users),
+    documents,
+    schemas,
+    userSchemas,
+    search: new SearchService(db, vaults, documents, users),
     blobService: new BlobsService(
       db,
       clock,

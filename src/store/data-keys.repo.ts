@@ -23,6 +23,13 @@ export function dataKeyStore(db: Executor): DataKeyStore {
     insert: async (record: DataKeyRecord) => {
       await db.insertInto('data_keys').values(record).execute()
     },
+    listForAccount: (accountId) =>
+      db
+        .selectFrom('data_keys')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('id')
+        .execute(),
     masterKeyIds: async () =>
       (await db.selectFrom('data_keys').select('master_key_id').distinct().execute()).map(
         (r) => r.master_key_id,

@@ -120,6 +120,31 @@ export interface BlobsTable {
   updated_at: string
 }
 
+/** One indexed value of a document or user (docs/search.md). */
+export interface SearchIndexTable {
+  account_id: string
+  schema_id: string
+  /** Document id, or user id for the user schema. */
+  doc_id: string
+  field: string
+  /** Position of the value among the field's values. */
+  ord: number
+  value_text: string | null
+  value_lower: string | null
+  value_num: number | null
+  geo_lat: number | null
+  geo_long: number | null
+}
+
+export interface UserSchemasTable {
+  account_id: string
+  id: string
+  name: string
+  fields: string
+  created_at: string
+  updated_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -133,4 +158,6 @@ export interface Database {
   schemas: SchemasTable
   documents: DocumentsTable
   blobs: BlobsTable
+  search_index: SearchIndexTable
+  user_schemas: UserSchemasTable
 }

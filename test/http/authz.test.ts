@@ -51,6 +51,13 @@ const PROTECTED_ROUTES: RouteCase[] = [
   { method: 'POST', path: '/v1/users/{user_id}/access_key' },
   {
     method: 'POST',
+    path: '/v1/users/search',
+    options: () => ({
+      form: { search_option: b64({ filter: { '$sys.username': { type: 'eq', value: 'x' } } }) },
+    }),
+  },
+  {
+    method: 'POST',
     path: '/v1/groups',
     options: () => ({ form: { name: 'never-created', policy: b64([]) } }),
   },

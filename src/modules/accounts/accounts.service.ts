@@ -4,6 +4,7 @@ import { newId } from '../../lib/ids.js'
 import type { PolicyStatement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { GroupsService } from '../groups/groups.service.js'
+import type { UserSchemaService } from '../schemas/user-schema.service.js'
 import type { UsersService } from '../users/users.service.js'
 
 /** Every resource row of the spec's access grid, with every activity. */
@@ -42,6 +43,7 @@ export class AccountsService {
     private readonly clock: Clock,
     private readonly users: UsersService,
     private readonly groups: GroupsService,
+    private readonly userSchemas: UserSchemaService,
   ) {}
 
   async hasAny(): Promise<boolean> {
@@ -57,6 +59,8 @@ export class AccountsService {
       .insertInto('accounts')
       .values({ id: accountId, created_at: this.clock.now().toISOString() })
       .execute()
+    // A new account's user schema indexes the system fields only (spec, Search).
+    await this.userSchemas.createInitial(this.db, accountId)
     const group = await this.groups.create(accountId, {
       name: 'FULL_ADMIN',
       policy: FULL_ACCESS_POLICY,

@@ -102,18 +102,23 @@ export async function remove(
   return Number(result.numDeletedRows)
 }
 
-export async function schemaExists(
+/** Documents tied to a schema, by id after `after`, for re-indexing in pages. */
+export function pageBySchema(
   db: Executor,
   accountId: string,
   vaultId: string,
   schemaId: string,
+  after: string,
+  limit: number,
 ) {
-  const row = await db
-    .selectFrom('schemas')
-    .select('id')
+  return db
+    .selectFrom('documents')
+    .selectAll()
     .where('account_id', '=', accountId)
     .where('vault_id', '=', vaultId)
-    .where('id', '=', schemaId)
-    .executeTakeFirst()
-  return row !== undefined
+    .where('schema_id', '=', schemaId)
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(limit)
+    .execute()
 }

@@ -282,6 +282,22 @@ export async function documentRoutes(
     },
   )
 
+  r.post(
+    '/v1/vaults/:vault_id/documents/:document_id/reindex',
+    {
+      schema: {
+        tags,
+        summary: "Rebuild a document's search index entries (API key only)",
+        params: DocumentParams,
+        response: CreateV1Response,
+      },
+      config: { access: { policy: anyItem('U'), credentials: ['api_key'] } },
+    },
+    async (req) => ({
+      document_id: (await documents.reindex(req.actor, vaultOf(req), docOf(req))).id,
+    }),
+  )
+
   r.delete(
     '/v1/vaults/:vault_id/documents/:document_id',
     {

@@ -6,6 +6,8 @@ import { changeOwner, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import { assertItemAllows } from '../auth/item-access.js'
 import type { Actor } from '../auth/principal.js'
+import type { Schema, SchemasService } from '../schemas/schemas.service.js'
+import type { Indexer } from '../search/indexer.js'
 import type { UsersService } from '../users/users.service.js'
 import type { VaultsService } from '../vaults/vaults.service.js'
 import type { DocumentRow } from './documents.repo.js'
@@ -52,14 +54,17 @@ export class DocumentsService {
     private readonly keyring: Keyring,
     private readonly vaults: VaultsService,
     private readonly users: UsersService,
+    private readonly schemas: SchemasService,
+    private readonly indexer: Indexer,
   ) {}
 
   async create(actor: Actor, vaultId: string, input: NewDocument): Promise<DocumentRow> {
     const accountId = actor.principal.accountId
     await this.vaults.require(this.db, accountId, vaultId)
     await this.#checkOwner(accountId, input.ownerId)
-    if (input.schemaId !== undefined) await this.#checkSchema(accountId, vaultId, input.schemaId)
-    const bound = input.schemaId !== undefined
+    const schema =
+      input.schemaId === undefined ? null : await this.#schema(accountId, vaultId, input.schemaId)
+    const bound = schema !== null
     this.#checkContent(input.content, bound)
     const now = this.clock.now().toISOString()
     const id = newId()
@@ -74,7 +79,11 @@ export class DocumentsService {
       created_at: now,
       updated_at: now,
     }
-    await repo.insert(this.db, row)
+    // The document and its index rows commit together (the content was sealed before).
+    await this.db.transaction().execute(async (trx) => {
+      await repo.insert(trx, row)
+      if (schema) await this.indexer.index(trx, accountId, id, schema, input.content)
+    })
     return row
   }
 
@@ -105,7 +114,7 @@ export class DocumentsService {
     if (!scopes) throw errors.permissionDenied()
     if (
       page.schemaId !== undefined &&
-      !(await repo.schemaExists(this.db, accountId, vaultId, page.schemaId))
+      !(await this.schemas.find(this.db, accountId, vaultId, page.schemaId))
     ) {
       throw errors.notFound('Schema')
     }
@@ -151,22 +160,30 @@ export class DocumentsService {
     assertItemAllows(actor.grants, item, { allOf: needs }, notFound)
 
     if (changes.ownerId !== undefined) await this.#checkOwner(accountId, changes.ownerId)
-    if (changes.schemaId) await this.#checkSchema(accountId, vaultId, changes.schemaId)
-    const bound = row.schema_bound === 1 || Boolean(changes.schemaId)
+    const schemaId = changes.schemaId === undefined ? row.schema_id : changes.schemaId
+    const schema = schemaId === null ? null : await this.#schema(accountId, vaultId, schemaId)
+    const bound = row.schema_bound === 1 || schema !== null
     const patch: repo.DocumentPatch = {
       updated_at: this.clock.now().toISOString(),
       schema_bound: bound ? 1 : 0,
     }
+    // Content the index needs: the new one, or the stored one when only the schema changes.
+    let content: unknown
     if (changes.content !== undefined) {
       this.#checkContent(changes.content, bound)
+      content = changes.content
       patch.content = await this.#seal(accountId, vaultId, id, changes.content)
-    } else if (bound && row.schema_bound === 0) {
+    } else if (schemaId !== row.schema_id) {
+      content = await this.#open(row)
       // Tying existing content to a schema: it must already be an object.
-      this.#checkContent(await this.#open(row), true)
+      if (bound) this.#checkContent(content, true)
     }
     if (changes.schemaId !== undefined) patch.schema_id = changes.schemaId
     if (changes.ownerId !== undefined) patch.owner_id = changes.ownerId
-    await repo.update(this.db, accountId, vaultId, id, patch)
+    await this.db.transaction().execute(async (trx) => {
+      await repo.update(trx, accountId, vaultId, id, patch)
+      if (content !== undefined) await this.indexer.index(trx, accountId, id, schema, content)
+    })
     return this.#find(accountId, vaultId, id)
   }
 
@@ -176,8 +193,55 @@ export class DocumentsService {
     const row = await this.#find(accountId, vaultId, id)
     const item = documentResource(row)
     assertItemAllows(actor.grants, item, { activity: 'D', resource: item }, notFound)
-    if ((await repo.remove(this.db, accountId, vaultId, id)) === 0) throw notFound()
+    await this.db.transaction().execute(async (trx) => {
+      if ((await repo.remove(trx, accountId, vaultId, id)) === 0) throw notFound()
+      await this.indexer.remove(trx, accountId, id)
+    })
     return row
+  }
+
+  /** Keys needed to re-index inside a transaction, loaded before it starts. */
+  prepareReindex(accountId: string): Promise<void> {
+    return this.keyring.preload(accountId)
+  }
+
+  /** Re-indexes every document tied to the schema (its fields changed); runs in the caller's transaction. */
+  async reindexSchema(
+    db: Executor,
+    accountId: string,
+    vaultId: string,
+    schema: Schema,
+  ): Promise<void> {
+    await this.indexer.removeSchema(db, accountId, schema.id)
+    let after = ''
+    for (;;) {
+      const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, 500)
+      for (const row of rows)
+        await this.indexer.index(db, accountId, row.id, schema, await this.#open(row))
+      if (rows.length < 500) return
+      after = (rows[rows.length - 1] as DocumentRow).id
+    }
+  }
+
+  /** Re-indexes one document (POST …/reindex). */
+  async reindex(actor: Actor, vaultId: string, id: string): Promise<DocumentRow> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const row = await this.#find(accountId, vaultId, id)
+    const item = documentResource(row)
+    assertItemAllows(actor.grants, item, { activity: 'U', resource: item }, notFound)
+    const schema =
+      row.schema_id === null ? null : await this.#schema(accountId, vaultId, row.schema_id)
+    const content = await this.#open(row)
+    await this.db
+      .transaction()
+      .execute((trx) => this.indexer.index(trx, accountId, id, schema, content))
+    return row
+  }
+
+  /** Decrypted content of a row the caller was allowed to see (search results). */
+  openContent(row: DocumentRow): Promise<unknown> {
+    return this.#open(row)
   }
 
   async #find(accountId: string, vaultId: string, id: string): Promise<DocumentRow> {
@@ -215,9 +279,9 @@ export class DocumentsService {
     }
   }
 
-  async #checkSchema(accountId: string, vaultId: string, schemaId: string): Promise<void> {
-    if (!(await repo.schemaExists(this.db, accountId, vaultId, schemaId))) {
-      throw errors.invalidField('schema_id', 'is not a schema of this vault')
-    }
+  async #schema(accountId: string, vaultId: string, schemaId: string): Promise<Schema> {
+    const schema = await this.schemas.find(this.db, accountId, vaultId, schemaId)
+    if (!schema) throw errors.invalidField('schema_id', 'is not a schema of this vault')
+    return schema
   }
 }

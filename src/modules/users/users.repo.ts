@@ -58,13 +58,25 @@ export function list(
     .execute()
 }
 
-export async function update(db: Executor, accountId: string, id: string, patch: UserPatch) {
-  await db
+/**
+ * Updates the user; with `onlyIfStatus`, only while its status is one of those (a compare-and-set
+ * that holds on PostgreSQL's READ COMMITTED too). Returns the number of rows changed (0 or 1).
+ */
+export async function update(
+  db: Executor,
+  accountId: string,
+  id: string,
+  patch: UserPatch,
+  onlyIfStatus?: readonly string[],
+): Promise<number> {
+  let q = db
     .updateTable('users')
     .set(patch)
     .where('account_id', '=', accountId)
     .where('id', '=', id)
-    .execute()
+  if (onlyIfStatus) q = q.where('status', 'in', onlyIfStatus)
+  const result = await q.executeTakeFirst()
+  return Number(result.numUpdatedRows)
 }
 
 /** Rows whose attributes are still plaintext JSON (written before encryption at rest). */
@@ -91,4 +103,27 @@ export async function replaceAttributes(
     .where('id', '=', id)
     .where('attributes', '=', plain)
     .execute()
+}
+
+/** Every user of the account by id after `after` (re-indexing in pages). */
+export function pageAll(db: Executor, accountId: string, after: string, limit: number) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+}
+
+/** True when the account has any user at all. */
+export async function anyUser(db: Executor, accountId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
 }

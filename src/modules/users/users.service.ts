@@ -2,14 +2,17 @@ import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
-import { errors } from '../../lib/errors.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { inScopes, resource } from '../../policy/index.js'
-import { isUniqueViolation } from '../../store/db-errors.js'
+import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
 import type { CredentialsService } from '../auth/credentials.service.js'
 import type { Actor } from '../auth/principal.js'
 import type { GroupsService } from '../groups/groups.service.js'
+import type { UserSchema } from '../schemas/user-schema.service.js'
+import type { SchemaField } from '../search/index-values.js'
+import type { Indexer } from '../search/indexer.js'
 import type { UserRow } from './users.repo.js'
 import * as repo from './users.repo.js'
 
@@ -17,6 +20,7 @@ export const USER_STATUSES = ['ACTIVATED', 'PENDING', 'LOCKED', 'DEACTIVATED'] a
 export type UserStatus = (typeof USER_STATUSES)[number]
 
 const CREATE_STATUSES: readonly string[] = ['ACTIVATED', 'PENDING', 'LOCKED']
+const LIVE_STATUSES: readonly string[] = ['ACTIVATED', 'PENDING', 'LOCKED']
 const MAX_USERNAME = 255
 const MIN_PASSWORD = 8
 const MAX_PASSWORD = 1024
@@ -71,7 +75,45 @@ export class UsersService {
     private readonly credentials: CredentialsService,
     private readonly groups: GroupsService,
     private readonly keyring: Keyring,
+    private readonly indexer: Indexer,
+    /** The account's user schema (from the schemas module; read within the caller's transaction). */
+    private readonly userSchema: (
+      db: Executor,
+      accountId: string,
+    ) => Promise<UserSchema | undefined>,
   ) {}
+
+  /** Index rows of the user under the account's user schema, in the caller's transaction. */
+  async #index(db: Executor, row: UserRow, attributes: unknown): Promise<void> {
+    await this.indexer.indexUser(db, row, await this.userSchema(db, row.account_id), attributes)
+  }
+
+  async #attributes(row: UserRow): Promise<unknown> {
+    return JSON.parse(await this.attributesJson(row))
+  }
+
+  /** Keys needed to re-index inside a transaction, loaded before it starts. */
+  prepareReindex(accountId: string): Promise<void> {
+    return this.keyring.preload(accountId)
+  }
+
+  /** Re-indexes every user of the account under new user-schema fields (caller's transaction). */
+  async reindexAll(
+    db: Executor,
+    accountId: string,
+    schema: { id: string; fields: SchemaField[] },
+  ): Promise<void> {
+    await this.indexer.removeSchema(db, accountId, schema.id)
+    let after = ''
+    for (;;) {
+      const rows = await repo.pageAll(db, accountId, after, 500)
+      for (const row of rows) {
+        await this.indexer.indexUser(db, row, schema, await this.#attributes(row))
+      }
+      if (rows.length < 500) return
+      after = (rows[rows.length - 1] as UserRow).id
+    }
+  }
 
   /** Attributes are encrypted at rest, bound to the user's id. */
   #seal(accountId: string, userId: string, attributes: unknown): Promise<string> {
@@ -128,6 +170,7 @@ export class UsersService {
       this.db.transaction().execute(async (trx) => {
         await this.groups.assertGroupsExist(trx, accountId, input.groupIds)
         await repo.insert(trx, row)
+        await this.#index(trx, row, input.attributes ?? {})
         await this.groups.addUserToGroups(trx, accountId, row.id, input.groupIds)
         const apiKey = await this.credentials.replaceApiKey(trx, accountId, row.id)
         const accessToken = await this.credentials.issueAccessToken(
@@ -139,6 +182,10 @@ export class UsersService {
         return { row, groupIds: [...input.groupIds].sort(), apiKey, accessToken }
       }),
     )
+  }
+
+  hasUsers(accountId: string): Promise<boolean> {
+    return repo.anyUser(this.db, accountId)
   }
 
   /** True when the id names a user of the account (any status): owners of documents and BLOBs. */
@@ -172,14 +219,12 @@ export class UsersService {
   /** PUT /v1/users/{id}: overwrites the given fields only. */
   async update(actor: Actor, id: string, changes: UserChanges) {
     const accountId = actor.principal.accountId
-    const current = await this.get(accountId, id)
-    if (changes.status !== undefined) this.#checkStatusChange(actor, current, changes.status)
-    if (
-      changes.newAccessToken &&
-      (current.status === 'DEACTIVATED' || changes.status === 'DEACTIVATED')
-    ) {
-      throw errors.invalidField('access_token', 'cannot be vended for a DEACTIVATED user')
-    }
+    // Checked before hashing (a quick 400), and again below against the row being written.
+    const before = await this.get(accountId, id)
+    this.#checkUpdate(actor, before, changes)
+    // What the index needs, decrypted before any transaction opens.
+    const attributes =
+      changes.attributes !== undefined ? changes.attributes : await this.#attributes(before)
     const patch: repo.UserPatch = { updated_at: this.clock.now().toISOString() }
     if (changes.username !== undefined) patch.username = validateUsername(changes.username)
     if (changes.password !== undefined)
@@ -187,22 +232,37 @@ export class UsersService {
     if (changes.attributes !== undefined)
       patch.attributes = await this.#seal(accountId, id, changes.attributes)
     if (changes.status !== undefined) patch.status = changes.status
-    return this.#uniqueUsername(() =>
-      this.db.transaction().execute(async (trx) => {
-        await repo.update(trx, accountId, id, patch)
-        if (changes.status === 'DEACTIVATED' && current.status !== 'DEACTIVATED') {
-          await this.#detach(trx, accountId, id)
-        }
-        const accessToken = changes.newAccessToken
-          ? await this.credentials.issueAccessToken(
-              trx,
-              accountId,
-              id,
-              changes.newAccessToken.expiresAt,
-            )
-          : undefined
-        return { row: await this.#find(trx, accountId, id), accessToken }
-      }),
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const done = await this.#uniqueUsername(() =>
+        this.db.transaction().execute(async (trx) => {
+          // A DELETE may have run since the first read (e.g. while hashing): re-check the row
+          // and write only if its status is still the one checked, so a status change read
+          // before a deactivation can never bring the user back (spec: DEACTIVATED is final).
+          const current = await this.#find(trx, accountId, id)
+          this.#checkUpdate(actor, current, changes)
+          if (!(await repo.update(trx, accountId, id, patch, [current.status]))) return undefined
+          if (changes.status === 'DEACTIVATED' && current.status !== 'DEACTIVATED') {
+            await this.#detach(trx, accountId, id)
+          }
+          await this.#index(trx, await this.#find(trx, accountId, id), attributes)
+          const accessToken = changes.newAccessToken
+            ? await this.credentials.issueAccessToken(
+                trx,
+                accountId,
+                id,
+                changes.newAccessToken.expiresAt,
+              )
+            : undefined
+          return { row: await this.#find(trx, accountId, id), accessToken }
+        }),
+      )
+      if (done) return done
+    }
+    throw new AppError(
+      409,
+      ErrorType.invalidRequest,
+      'CONFLICT',
+      'The user changed meanwhile; retry',
     )
   }
 
@@ -218,11 +278,16 @@ export class UsersService {
 
   /** Own attributes (PUT /v1/auth/me). */
   async setAttributes(accountId: string, id: string, attributes: unknown): Promise<UserRow> {
-    await repo.update(this.db, accountId, id, {
-      attributes: await this.#seal(accountId, id, attributes),
-      updated_at: this.clock.now().toISOString(),
+    const sealed = await this.#seal(accountId, id, attributes)
+    return this.db.transaction().execute(async (trx) => {
+      await repo.update(trx, accountId, id, {
+        attributes: sealed,
+        updated_at: this.clock.now().toISOString(),
+      })
+      const row = await this.#find(trx, accountId, id)
+      await this.#index(trx, row, attributes)
+      return row
     })
-    return this.get(accountId, id)
   }
 
   /**
@@ -231,15 +296,24 @@ export class UsersService {
    * deleting it again is a 404.
    */
   async deactivate(accountId: string, id: string): Promise<UserRow> {
+    const attributes = await this.#attributes(await this.get(accountId, id))
     return this.db.transaction().execute(async (trx) => {
       const row = await this.#find(trx, accountId, id)
       if (row.status === 'DEACTIVATED') throw errors.notFound('User')
-      await repo.update(trx, accountId, id, {
-        status: 'DEACTIVATED',
-        updated_at: this.clock.now().toISOString(),
-      })
+      const changed = await repo.update(
+        trx,
+        accountId,
+        id,
+        { status: 'DEACTIVATED', updated_at: this.clock.now().toISOString() },
+        LIVE_STATUSES,
+      )
+      // Deactivated by a concurrent request since the read (PostgreSQL READ COMMITTED).
+      if (!changed) throw errors.notFound('User')
       await this.#detach(trx, accountId, id)
-      return this.#find(trx, accountId, id)
+      const updated = await this.#find(trx, accountId, id)
+      // Still searchable, now with status DEACTIVATED.
+      await this.#index(trx, updated, attributes)
+      return updated
     })
   }
 
@@ -271,6 +345,16 @@ export class UsersService {
 
   findForLogin(accountId: string, username: string) {
     return repo.findActivatedByUsername(this.db, accountId, username)
+  }
+
+  #checkUpdate(actor: Actor, current: UserRow, changes: UserChanges): void {
+    if (changes.status !== undefined) this.#checkStatusChange(actor, current, changes.status)
+    if (
+      changes.newAccessToken &&
+      (current.status === 'DEACTIVATED' || changes.status === 'DEACTIVATED')
+    ) {
+      throw errors.invalidField('access_token', 'cannot be vended for a DEACTIVATED user')
+    }
   }
 
   /**
@@ -322,6 +406,10 @@ export class UsersService {
     } catch (e) {
       if (isUniqueViolation(e))
         throw errors.conflict('username', 'is already taken by another user')
+      // The only key these writes can break: a group of `group_ids` deleted by a concurrent
+      // request after it was checked (PostgreSQL; users themselves are never deleted).
+      if (isForeignKeyViolation(e))
+        throw errors.invalidField('group_ids', 'contains an unknown group')
       throw e
     }
   }

@@ -1,0 +1,92 @@
+import type { Selectable } from 'kysely'
+import type { ItemScope } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import type { SchemasTable, UserSchemasTable } from '../../store/schema.js'
+import { scopePredicate } from '../../store/scope-filter.js'
+
+export type SchemaRow = Selectable<SchemasTable>
+export type UserSchemaRow = Selectable<UserSchemasTable>
+
+export async function insert(db: Executor, row: SchemaRow): Promise<void> {
+  await db.insertInto('schemas').values(row).execute()
+}
+
+export function findById(db: Executor, accountId: string, vaultId: string, id: string) {
+  return db
+    .selectFrom('schemas')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+export function list(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  scopes: readonly ItemScope[],
+) {
+  return db
+    .selectFrom('schemas')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where((eb) => scopePredicate(eb, scopes, 'id'))
+    .orderBy('id')
+    .execute()
+}
+
+export async function update(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+  patch: Pick<SchemaRow, 'name' | 'fields' | 'updated_at'>,
+): Promise<void> {
+  await db
+    .updateTable('schemas')
+    .set(patch)
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .execute()
+}
+
+export async function remove(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+): Promise<void> {
+  await db
+    .deleteFrom('schemas')
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .execute()
+}
+
+export function findUserSchema(db: Executor, accountId: string) {
+  return db
+    .selectFrom('user_schemas')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .executeTakeFirst()
+}
+
+export async function insertUserSchema(db: Executor, row: UserSchemaRow): Promise<void> {
+  await db.insertInto('user_schemas').values(row).execute()
+}
+
+export async function updateUserSchema(
+  db: Executor,
+  accountId: string,
+  patch: Pick<UserSchemaRow, 'name' | 'fields' | 'updated_at'>,
+): Promise<void> {
+  await db.updateTable('user_schemas').set(patch).where('account_id', '=', accountId).execute()
+}
+
+export async function removeUserSchema(db: Executor, accountId: string): Promise<void> {
+  await db.deleteFrom('user_schemas').where('account_id', '=', accountId).execute()
+}

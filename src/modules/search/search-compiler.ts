@@ -1,0 +1,218 @@
+import { type RawBuilder, type SqlBool, sql } from 'kysely'
+import type { Filter, GeoPoint, SearchQuery, SortKey } from './search-fields.js'
+
+/**
+ * Compiles a search (search-fields.ts) to SQL over `search_index`, driven by its indexes
+ * (account_id, schema_id, field, <column>): each filter is the set of doc_ids with a matching
+ * row; `and` intersects the sets, `or` unites them, and `not`/`not_in` are the searched set
+ * minus the matching one (see `compileFilters`). The SQL is the same on SQLite and PostgreSQL
+ * but for two small branches: the wildcard's pattern operator (GLOB vs LIKE … ESCAPE, in
+ * `wildcardMatch`) and SQLite's INDEXED BY hints (`indexTable`).
+ */
+
+export type Dialect = 'sqlite' | 'postgres'
+
+export interface SetContext {
+  accountId: string
+  /** The schema whose rows are searched (the user schema for user search). */
+  schemaId: string
+  dialect: Dialect
+}
+
+/** Mean Earth radius (IUGG) in km, as docs/search.md fixes it. */
+export const EARTH_RADIUS_KM = 6371.0088
+
+const num = (value: number) => sql`cast(${value} as double precision)`
+const DEG = Math.PI / 180
+
+/** Degrees to radians as `(x * π) / 180`, the way the contract's reference code computes it. */
+const radians = (deg: RawBuilder<unknown>) => sql`(${deg}) * ${num(Math.PI)} / 180`
+
+/**
+ * Haversine distance in km from the point to the row's (lat, long), clamped so asin never fails
+ * (PostgreSQL raises on an argument above 1).
+ */
+export function distanceKm(p: GeoPoint, lat: RawBuilder<unknown>, long: RawBuilder<unknown>) {
+  const half = (diff: RawBuilder<unknown>) => sql`power(sin(${radians(diff)} / 2), 2)`
+  const cosLat = num(Math.cos((p.lat * Math.PI) / 180))
+  const h = sql`(${half(sql`${lat} - ${num(p.lat)}`)} + ${cosLat} * cos(${radians(lat)}) * ${half(sql`${long} - ${num(p.long)}`)})`
+  return sql<number>`(${num(2 * EARTH_RADIUS_KM)} * asin(sqrt(case when ${h} > 1 then 1 else ${h} end)))`
+}
+
+/** A box around the circle (slightly widened): lets the geo_lat index narrow the candidates. */
+function boundingBox(p: GeoPoint): RawBuilder<SqlBool> {
+  const margin = 1e-6
+  const angle = p.km / EARTH_RADIUS_KM
+  const dLat = angle / DEG + margin
+  const parts = [sql`geo_lat >= ${num(p.lat - dLat)}`, sql`geo_lat <= ${num(p.lat + dLat)}`]
+  const ratio = Math.sin(angle) / Math.cos(p.lat * DEG)
+  if (Math.abs(p.lat) + dLat < 90 && ratio < 1) {
+    const dLong = Math.asin(ratio) / DEG + margin
+    // Across the antimeridian the box would wrap: the haversine alone decides there.
+    if (p.long - dLong >= -180 && p.long + dLong <= 180) {
+      parts.push(sql`geo_long >= ${num(p.long - dLong)}`, sql`geo_long <= ${num(p.long + dLong)}`)
+    }
+  }
+  return sql<SqlBool>`${sql.join(parts, sql` and `)}`
+}
+
+/** The smallest string above every string that starts with `prefix`, when easy to make. */
+function prefixEnd(prefix: string): string | undefined {
+  const last = prefix.charCodeAt(prefix.length - 1)
+  // Stay clear of surrogates: code unit order then equals the engines' code point order.
+  return last < 0xd7ff ? prefix.slice(0, -1) + String.fromCharCode(last + 1) : undefined
+}
+
+/** `*` any run, `?` one character, everything else literal; the prefix range uses the index. */
+function wildcardMatch(column: string, pattern: string, dialect: Dialect): RawBuilder<SqlBool> {
+  const col = sql.ref(column)
+  const first = pattern.search(/[*?]/)
+  if (first < 0) return sql<SqlBool>`${col} = ${pattern}`
+  const parts: RawBuilder<unknown>[] = []
+  const prefix = pattern.slice(0, first)
+  if (prefix !== '') {
+    parts.push(sql`${col} >= ${prefix}`)
+    const end = prefixEnd(prefix)
+    if (end !== undefined) parts.push(sql`${col} < ${end}`)
+  }
+  if (dialect === 'sqlite') {
+    // GLOB is case-sensitive; a literal `[` (the only other GLOB metacharacter) is `[[]`.
+    parts.push(sql`${col} glob ${pattern.replace(/\[/g, '[[]')}`)
+  } else {
+    const like = pattern
+      .replace(/[\\%_]/g, '\\$&')
+      .replace(/\*/g, '%')
+      .replace(/\?/g, '_')
+    parts.push(sql`${col} like ${like} escape '\\'`)
+  }
+  return sql<SqlBool>`${sql.join(parts, sql` and `)}`
+}
+
+/** The row condition of a filter (for `not`/`not_in`: of the rows to exclude). */
+function rowPredicate(f: Filter, dialect: Dialect): RawBuilder<SqlBool> {
+  switch (f.kind) {
+    case 'match': {
+      const col = sql.ref(f.column)
+      return f.values.length === 1
+        ? sql<SqlBool>`${col} = ${f.values[0]}`
+        : sql<SqlBool>`${col} in (${sql.join(f.values)})`
+    }
+    case 'range':
+      return sql<SqlBool>`${sql.join(
+        f.bounds.map((b) => sql`${sql.ref(f.column)} ${sql.raw(b.op)} ${b.value}`),
+        sql` and `,
+      )}`
+    case 'wildcard':
+      return wildcardMatch(f.column, f.pattern, dialect)
+    case 'geo':
+      return sql<SqlBool>`${boundingBox(f.point)} and ${distanceKm(f.point, sql.ref('geo_lat'), sql.ref('geo_long'))} <= ${num(f.point.km)}`
+  }
+}
+
+/** The index rows of the filter's field that satisfy it (for `not`/`not_in`: that it excludes). */
+function rowCondition(ctx: SetContext, f: Filter): RawBuilder<SqlBool> {
+  return sql<SqlBool>`account_id = ${ctx.accountId} and schema_id = ${ctx.schemaId} and field = ${f.field} and ${rowPredicate(f, ctx.dialect)}`
+}
+
+const VALUE_INDEX = {
+  value_text: 'search_index_text',
+  value_lower: 'search_index_lower',
+  value_num: 'search_index_num',
+  geo: 'search_index_geo',
+} as const
+
+/**
+ * `search_index`, on SQLite with the index to use. Without ANALYZE statistics (which nothing
+ * gathers by default) SQLite guesses and often scans the whole (account, schema) prefix of the
+ * primary key instead, to avoid a sort for DISTINCT or to read the wrong index in an anti-join.
+ * PostgreSQL keeps statistics and needs no hint.
+ */
+function indexTable(ctx: SetContext, index: string): RawBuilder<unknown> {
+  return ctx.dialect === 'sqlite'
+    ? sql`search_index indexed by ${sql.raw(index)}`
+    : sql`search_index`
+}
+
+/** The index that serves a filter's set: the (account, schema, field, value) one of its column. */
+const valueIndex = (f: Filter) => VALUE_INDEX[f.kind === 'geo' ? 'geo' : f.column]
+
+const negates = (f: Filter) => f.kind === 'match' && f.negate
+
+/** Which positive filter should drive: likely the smallest set first (equality, then prefix). */
+function rank(f: Filter): number {
+  if (f.kind === 'match') return 0
+  if (f.kind === 'wildcard') return /^[^*?]/.test(f.pattern) ? 1 : 3
+  return 2
+}
+
+export interface CompiledFilters {
+  /** A SELECT of distinct doc_ids to drive the query from (absent: scan the searched set). */
+  driver: RawBuilder<unknown> | undefined
+  /** What the searched row (id at `idRef`) must also satisfy. */
+  where: RawBuilder<SqlBool>
+}
+
+/**
+ * The filters as a driving set plus row conditions. `and`: the most selective positive filter
+ * drives, the other positives are `id in (…)` and each negation is `not exists (…)` (an
+ * anti-join through the (account_id, doc_id) index). `or`: the union of the positives drives when there is
+ * no negation; with one, every searched row is a candidate (a document without the field
+ * matches `not`), so it is `id in (union) or not exists (…) or …`.
+ */
+export function compileFilters(
+  query: SearchQuery,
+  ctx: SetContext,
+  idRef: string,
+): CompiledFilters {
+  const id = sql.ref(idRef)
+  const positive = query.filters.filter((f) => !negates(f))
+  const from = (f: Filter) => indexTable(ctx, valueIndex(f))
+  const rowsOf = (f: Filter) => sql`select doc_id from ${from(f)} where ${rowCondition(ctx, f)}`
+  // A driver must not repeat a document (a field may hold several matching values).
+  const distinctRows = (f: Filter) =>
+    sql`select distinct doc_id from ${from(f)} where ${rowCondition(ctx, f)}`
+  // A negation looks up the searched row's own index rows (account_id, doc_id).
+  const absent = (f: Filter) =>
+    sql<SqlBool>`not exists (select 1 from ${indexTable(ctx, 'search_index_by_doc')} where ${rowCondition(ctx, f)} and doc_id = ${id})`
+  const negations = query.filters.filter(negates).map(absent)
+  const all = (parts: RawBuilder<SqlBool>[]) =>
+    parts.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`${sql.join(parts, sql` and `)}`
+
+  if (query.filterType === 'and') {
+    const [first, ...others] = [...positive].sort((a, b) => rank(a) - rank(b))
+    return {
+      driver: first && distinctRows(first),
+      where: all([...others.map((f) => sql<SqlBool>`${id} in (${rowsOf(f)})`), ...negations]),
+    }
+  }
+  // UNION removes duplicates; its operands are plain SELECTs (SQLite allows no parentheses).
+  const [only] = positive
+  const union =
+    positive.length > 1 ? sql.join(positive.map(rowsOf), sql` union `) : only && distinctRows(only)
+  if (negations.length === 0) return { driver: union, where: sql<SqlBool>`1 = 1` }
+  const any = union ? [sql<SqlBool>`${id} in (${union})`, ...negations] : negations
+  return { driver: undefined, where: sql<SqlBool>`(${sql.join(any, sql` or `)})` }
+}
+
+/**
+ * A sort key of the document (or user) whose id is `idRef`: the smallest value for `asc`, the
+ * largest for `desc` (for a geo field: distance in km); NULL when it has none.
+ */
+export function sortKeySql(ctx: SetContext, key: SortKey, idRef: string): RawBuilder<unknown> {
+  const value =
+    key.column === 'geo'
+      ? distanceKm(key.point, sql.ref('k.geo_lat'), sql.ref('k.geo_long'))
+      : sql.ref(`k.${key.column}`)
+  const agg = sql.raw(key.direction === 'asc' ? 'min' : 'max')
+  return sql`(select ${agg}(${value}) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+}
+
+/** ORDER BY of the sorted, aliased keys `t.k0…`: missing values last both ways, then by id. */
+export function orderBySql(sort: readonly SortKey[]): RawBuilder<unknown> {
+  const terms = sort.flatMap((key, i) => {
+    const k = sql.ref(`t.k${i}`)
+    return [sql`case when ${k} is null then 1 else 0 end`, sql`${k} ${sql.raw(key.direction)}`]
+  })
+  terms.push(sql`t.id`)
+  return sql.join(terms)
+}

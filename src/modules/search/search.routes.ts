@@ -1,0 +1,94 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errors } from '../../lib/errors.js'
+import { decodeBase64Json } from '../../lib/input.js'
+import { resource } from '../../policy/index.js'
+import {
+  SearchForm,
+  UserSearchResponse,
+  VaultParams,
+  VaultSearchResponse,
+} from './search.schemas.js'
+import type { SearchService } from './search.service.js'
+import { type OptionShape, parseOptionShape } from './search-options.js'
+
+const tags = ['search']
+const vaultOf = (req: FastifyRequest) => (req.params as { vault_id: string }).vault_id.toLowerCase()
+
+/**
+ * The option as clients send it: the form field `search_option` (base64 JSON; the SDK sends
+ * multipart), or a JSON body that is the raw option object (the Go client).
+ */
+function optionOf(req: FastifyRequest): unknown {
+  const body = (req.body ?? {}) as Record<string, unknown>
+  const field = body.search_option
+  if (field !== undefined)
+    return typeof field === 'object' ? field : decodeBase64Json(field, 'search_option')
+  if (req.headers['content-type']?.includes('json') && Object.keys(body).length > 0) return body
+  throw errors.invalidField('search_option', 'is required')
+}
+
+/**
+ * The option is checked before the policy (decisions.md 25: body 400s come before 401s), kept
+ * per request until the handler runs.
+ */
+function parsedOptions(kind: 'vault' | 'users') {
+  const parsed = new WeakMap<FastifyRequest, OptionShape>()
+  return {
+    preValidation: async (req: FastifyRequest) => {
+      parsed.set(req, parseOptionShape(optionOf(req), kind))
+    },
+    get: (req: FastifyRequest) => parsed.get(req) as OptionShape,
+  }
+}
+
+export async function searchRoutes(app: FastifyInstance, search: SearchService): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+  const vaultOption = parsedOptions('vault')
+  r.post(
+    '/v1/vaults/:vault_id/search',
+    {
+      schema: {
+        tags,
+        summary: "Search a vault's documents under a schema (docs/search.md)",
+        params: VaultParams,
+        body: SearchForm,
+        response: VaultSearchResponse,
+      },
+      preValidation: vaultOption.preValidation,
+      config: {
+        form: true,
+        // R on the vault's Search resource, and some read on its documents (results are then
+        // limited to the readable ones).
+        access: {
+          policy: (req) => ({
+            allOf: [
+              { activity: 'R', resource: resource('Vault', vaultOf(req), 'Search', '') },
+              { readAny: resource('Vault', vaultOf(req), 'Document', '') },
+            ],
+          }),
+        },
+      },
+    },
+    async (req) => ({
+      data: await search.searchVault(req.actor, vaultOf(req), vaultOption.get(req)),
+    }),
+  )
+
+  const userOption = parsedOptions('users')
+  r.post(
+    '/v1/users/search',
+    {
+      schema: {
+        tags,
+        summary: 'Search the users the caller may read (docs/search.md)',
+        body: SearchForm,
+        response: UserSearchResponse,
+      },
+      preValidation: userOption.preValidation,
+      config: { form: true, access: { policy: () => ({ readAny: resource('User', '') }) } },
+    },
+    async (req) => ({ data: await search.searchUsers(req.actor, userOption.get(req)) }),
+  )
+}

@@ -1,0 +1,132 @@
+import { errors } from '../../lib/errors.js'
+import { encodeBase64Json } from '../../lib/input.js'
+import type { Executor } from '../../store/executor.js'
+import type { Actor } from '../auth/principal.js'
+import type { DocumentRow } from '../documents/documents.repo.js'
+import type { DocumentsService } from '../documents/documents.service.js'
+import * as schemas from '../schemas/schemas.repo.js'
+import type { UsersService } from '../users/users.service.js'
+import type { VaultsService } from '../vaults/vaults.service.js'
+import { type SchemaField, USER_SYSTEM_FIELDS } from './index-values.js'
+import * as repo from './search.repo.js'
+import { resolveSearch, type SearchQuery } from './search-fields.js'
+import { KM_PER_MILE, type OptionShape } from './search-options.js'
+
+export interface SearchInfo {
+  per_page: number
+  current_page: number
+  num_pages: number
+  total_result_count: number
+}
+
+export interface VaultSearchResult {
+  documents: {
+    document_id: string
+    owner_id: string | null
+    document?: string
+    distance_from?: number
+  }[]
+  info: SearchInfo
+}
+
+export interface UserSearchResult {
+  documents: {
+    id: string
+    user_id: string
+    username: string
+    status: string
+    attributes?: string
+  }[]
+  info: SearchInfo
+}
+
+const info = (query: SearchQuery, total: number): SearchInfo => ({
+  per_page: query.perPage,
+  current_page: query.page,
+  num_pages: Math.ceil(total / query.perPage),
+  total_result_count: total,
+})
+
+const fieldsOf = (json: string) => JSON.parse(json) as SchemaField[]
+
+/**
+ * Search over the index (docs/search.md): a vault's documents under one schema, or the account's
+ * users under its user schema. Only what the caller may read is matched, counted and returned.
+ */
+export class SearchService {
+  constructor(
+    private readonly db: Executor,
+    private readonly vaults: VaultsService,
+    private readonly documents: DocumentsService,
+    private readonly users: UsersService,
+  ) {}
+
+  async searchVault(actor: Actor, vaultId: string, shape: OptionShape): Promise<VaultSearchResult> {
+    const accountId = actor.principal.accountId
+    await this.vaults.require(this.db, accountId, vaultId)
+    const schemaId = shape.schemaId as string
+    const schema = await schemas.findById(this.db, accountId, vaultId, schemaId)
+    if (!schema) throw errors.notFound('Schema')
+    const query = resolveSearch(shape, fieldsOf(schema.fields))
+    const scopes = actor.grants.readScopes(['Vault', vaultId, 'Document', ''])
+    if (!scopes) throw errors.permissionDenied()
+    const { total, hits } = await repo.searchDocuments(this.db, {
+      accountId,
+      vaultId,
+      schemaId,
+      scopes,
+      query,
+    })
+    // distance_from: the first geo sort key's value (km in SQL), in the geo filter's unit.
+    const geoKey = query.sort.findIndex((k) => k.column === 'geo')
+    const geo = query.sort[geoKey]
+    const perUnit = geo?.column === 'geo' && geo.point.unit === 'mi' ? KM_PER_MILE : 1
+    const documents = await Promise.all(
+      hits.map(async (hit) => {
+        const km = geoKey >= 0 ? hit.keys[geoKey] : null
+        return {
+          document_id: hit.id,
+          owner_id: hit.owner_id,
+          ...(query.full
+            ? { document: encodeBase64Json(await this.documents.openContent(hit as DocumentRow)) }
+            : {}),
+          ...(km === null || km === undefined ? {} : { distance_from: Number(km) / perUnit }),
+        }
+      }),
+    )
+    return { documents, info: info(query, total) }
+  }
+
+  async searchUsers(actor: Actor, shape: OptionShape): Promise<UserSearchResult> {
+    const accountId = actor.principal.accountId
+    const schema = await schemas.findUserSchema(this.db, accountId)
+    const fields = [...USER_SYSTEM_FIELDS, ...(schema ? fieldsOf(schema.fields) : [])]
+    const query = resolveSearch(shape, fields)
+    const scopes = actor.grants.readScopes(['User', ''])
+    if (!scopes) throw errors.permissionDenied()
+    // Without a user schema nothing is indexed: nobody matches.
+    if (!schema) return { documents: [], info: info(query, 0) }
+    const { total, hits } = await repo.searchUsers(this.db, {
+      accountId,
+      schemaId: schema.id,
+      scopes,
+      query,
+    })
+    const documents = await Promise.all(
+      hits.map(async (hit) => ({
+        id: hit.id,
+        user_id: hit.id,
+        username: hit.username,
+        status: hit.status,
+        ...(query.full
+          ? {
+              attributes: Buffer.from(
+                await this.users.attributesJson({ ...hit, attributes: hit.attributes as string }),
+              ).toString('base64'),
+            }
+          : {}),
+      })),
+    )
+    return { documents, info: info(query, total) }
+  }
+}
