@@ -1,12 +1,15 @@
-import { Readable, Transform } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  PutObjectCommand,
   S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3'
-import { Upload } from '@aws-sdk/lib-storage'
 import { BlobNotFoundError, type BlobStore } from './blob-store.js'
 import { assertValidBlobKey } from './fs-blob-store.js'
 
@@ -25,12 +28,22 @@ export interface S3BlobStoreOptions {
 }
 
 /**
- * Multipart part size: the S3 minimum. One part is uploaded while the next fills (lib-storage
- * copies each part once, so about four parts' worth of memory is in use at the peak).
+ * Multipart part size: the S3 minimum. At most two part buffers exist per upload: one being
+ * uploaded while the next fills, and each is sent as it is (no copy), so an upload holds about
+ * 10 MiB however large the object.
  */
 const PART_SIZE = 5 * 1024 * 1024
-/** Parts uploaded at once per `put`. */
-const QUEUE_SIZE = 1
+
+/**
+ * Part buffers are reused across uploads: allocating two fresh 5 MiB buffers per upload left
+ * the process's memory growing until the garbage collector caught up.
+ */
+const partPool: Buffer[] = []
+const POOL_MAX = 8
+const takePart = (): Buffer => partPool.pop() ?? Buffer.allocUnsafe(PART_SIZE)
+const givePart = (b: Buffer | undefined) => {
+  if (b && b.length === PART_SIZE && partPool.length < POOL_MAX) partPool.push(b)
+}
 
 /** An S3 error that means "no such object" (but not "no such bucket", a configuration error). */
 function isNotFound(err: unknown): boolean {
@@ -41,10 +54,9 @@ function isNotFound(err: unknown): boolean {
 }
 
 /**
- * Objects in one S3 bucket (or any S3-compatible store). `put` streams through
- * `@aws-sdk/lib-storage`'s `Upload`: one PutObject for bodies under 5 MiB, a multipart upload
- * otherwise, with bounded memory either way. Nothing is visible under the key until the
- * upload completes, so a failed `put` leaves no object.
+ * Objects in one S3 bucket (or any S3-compatible store). `put` streams: one PutObject for bodies
+ * under 5 MiB, a multipart upload otherwise, with bounded memory either way. Nothing is visible
+ * under the key until the upload completes, so a failed `put` leaves no object.
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3'
@@ -83,50 +95,122 @@ export class S3BlobStore implements BlobStore {
     })
   }
 
+  /**
+   * Streams the body into the bucket: one PutObject when it fits in a part, else a multipart
+   * upload with one part in flight while the next fills. On any failure the multipart upload is
+   * aborted (nothing becomes visible under the key) and the original error is rethrown.
+   */
   async put(key: string, body: Readable): Promise<{ size: number }> {
-    const objectKey = this.#key(key)
+    const Key = this.#key(key)
+    const Bucket = this.#bucket
+    let uploadId: string | undefined
+    const parts: { ETag: string | undefined; PartNumber: number }[] = []
+    let buffer: Buffer = takePart()
+    let spare: Buffer | undefined
+    let fill = 0
     let size = 0
-    const counter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        size += chunk.length
-        callback(null, chunk)
-      },
+    let inFlight: Promise<void> | undefined
+    let partNumber = 0
+    // A failing body must end the upload at once, even while a part is waiting on the server.
+    let failBody: (error: unknown) => void = () => {}
+    const bodyFailed = new Promise<never>((_, reject) => {
+      failBody = reject
     })
-    const upload = new Upload({
-      client: this.#client,
-      params: {
-        Bucket: this.#bucket,
-        Key: objectKey,
-        Body: counter,
-        ContentType: 'application/octet-stream',
-      },
-      partSize: PART_SIZE,
-      queueSize: QUEUE_SIZE,
-      // Once a multipart upload has failed, Upload sends AbortMultipartUpload (best effort).
-      leavePartsOnError: false,
-    })
-    // The first error of the body wins. When Upload itself fails and stops reading, the counter
-    // is destroyed and the pipeline reports a premature close, which is not the cause.
-    let streamError: unknown
-    const piping = pipeline(body, counter).catch((err: unknown) => {
-      streamError = err
-      // Fail fast: without this, done() would first wait for the parts already in flight.
-      // Upload still aborts the multipart upload in the background once they have settled, and
-      // it never completes an upload whose body failed, so no object appears under the key.
-      if (!isPrematureClose(err)) void upload.abort()
-    })
-    try {
-      await upload.done()
-    } catch (uploadError) {
-      // Upload has stopped reading: release the body, and wait until the pipeline has settled
-      // so we know whether the body's own error came first.
-      counter.destroy()
-      await piping
-      throw streamError !== undefined && !isPrematureClose(streamError) ? streamError : uploadError
+    bodyFailed.catch(() => {})
+    body.once('error', (error) => failBody(error))
+    // Only once no request can still be reading them.
+    const release = () => {
+      givePart(buffer)
+      givePart(spare)
     }
-    await piping
-    if (streamError !== undefined) throw streamError
-    return { size }
+
+    const sendPart = async (data: Buffer, PartNumber: number) => {
+      uploadId ??= (
+        await this.#client.send(
+          new CreateMultipartUploadCommand({
+            Bucket,
+            Key,
+            ContentType: 'application/octet-stream',
+          }),
+        )
+      ).UploadId
+      const res = await this.#client.send(
+        new UploadPartCommand({
+          Bucket,
+          Key,
+          UploadId: uploadId,
+          PartNumber,
+          Body: data,
+          ContentLength: data.length,
+        }),
+      )
+      parts.push({ ETag: res.ETag, PartNumber })
+    }
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        let offset = 0
+        while (offset < chunk.length) {
+          const n = Math.min(chunk.length - offset, PART_SIZE - fill)
+          chunk.copy(buffer, fill, offset, offset + n)
+          fill += n
+          offset += n
+          size += n
+          if (fill < PART_SIZE) continue
+          // A full part: wait for the previous one (its buffer becomes the spare), then send.
+          if (inFlight) await Promise.race([inFlight, bodyFailed])
+          const full = buffer
+          buffer = spare ?? takePart()
+          spare = undefined
+          fill = 0
+          const sending = sendPart(full, ++partNumber).then(() => {
+            spare = full
+          })
+          // Handled when awaited; this only keeps an early failure from being "unhandled".
+          sending.catch(() => {})
+          inFlight = sending
+        }
+      }
+      if (inFlight) await Promise.race([inFlight, bodyFailed])
+      if (uploadId === undefined) {
+        await this.#client.send(
+          new PutObjectCommand({
+            Bucket,
+            Key,
+            Body: buffer.subarray(0, fill),
+            ContentLength: fill,
+            ContentType: 'application/octet-stream',
+          }),
+        )
+        release()
+        return { size }
+      }
+      if (fill > 0) await sendPart(buffer.subarray(0, fill), ++partNumber)
+      parts.sort((a, b) => a.PartNumber - b.PartNumber)
+      await this.#client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts },
+        }),
+      )
+      release()
+      return { size }
+    } catch (error) {
+      if (!body.destroyed) body.destroy()
+      // Abort in the background once the part in flight has settled (best effort: s3rver cannot
+      // abort, and a stalled server must not hold the caller); the object never exists.
+      const abort = async () => {
+        await inFlight?.catch(() => {})
+        release()
+        if (uploadId === undefined) return
+        await this.#client.send(
+          new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }),
+        )
+      }
+      abort().catch(() => {})
+      throw error
+    }
   }
 
   async get(key: string): Promise<Readable> {
@@ -177,13 +261,4 @@ export class S3BlobStore implements BlobStore {
     assertValidBlobKey(key)
     return `${this.#prefix}${key}`
   }
-}
-
-function isPrematureClose(err: unknown): boolean {
-  return (
-    typeof err === 'object' &&
-    err !== null &&
-    'code' in err &&
-    err.code === 'ERR_STREAM_PREMATURE_CLOSE'
-  )
 }
