@@ -159,7 +159,11 @@ export class UsersService {
       username,
       status,
       password_hash: passwordHash,
-      attributes: await this.#seal(accountId, id, input.attributes ?? {}),
+      attributes: await this.#seal(
+        accountId,
+        id,
+        input.attributes === undefined ? {} : input.attributes,
+      ),
       mfa_enrolled: 0,
       access_key_digest: null,
       secret_key_digest: null,
@@ -170,7 +174,7 @@ export class UsersService {
       this.db.transaction().execute(async (trx) => {
         await this.groups.assertGroupsExist(trx, accountId, input.groupIds)
         await repo.insert(trx, row)
-        await this.#index(trx, row, input.attributes ?? {})
+        await this.#index(trx, row, input.attributes === undefined ? {} : input.attributes)
         await this.groups.addUserToGroups(trx, accountId, row.id, input.groupIds)
         const apiKey = await this.credentials.replaceApiKey(trx, accountId, row.id)
         const accessToken = await this.credentials.issueAccessToken(
