@@ -12,6 +12,7 @@ import {
   type TestApp,
   unb64,
 } from '../helpers/app.js'
+import { expectNoSecrets } from '../helpers/no-secrets.js'
 
 const HOUR = 60 * 60 * 1000
 const PASSWORD = 'correct horse battery'
@@ -21,21 +22,6 @@ const ALL_STATUSES = 'ACTIVATED,PENDING,LOCKED,DEACTIVATED'
 function rubyB64(value: unknown): string {
   const flat = b64(value)
   return `${flat.match(/.{1,60}/g)?.join('\n')}\n`
-}
-
-/** No key of the body names a hash, digest or password, and no plaintext password leaks. */
-function expectNoSecrets(res: LightMyRequestResponse, password = PASSWORD): void {
-  expect(res.body).not.toContain(password)
-  const walk = (value: unknown): void => {
-    if (Array.isArray(value)) value.forEach(walk)
-    else if (value && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        expect(k).not.toMatch(/password|hash|digest|secret/i)
-        walk(v)
-      }
-    }
-  }
-  walk(res.json())
 }
 
 describe('users: create and read', () => {
@@ -94,7 +80,7 @@ describe('users: create and read', () => {
       expect(user.api_key).not.toBe(user.access_token)
       expect(user).not.toHaveProperty('attributes')
       expect(user).not.toHaveProperty('group_ids')
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD)
     })
 
     it('accepts a multipart body, as the official SDK sends it', async () => {
@@ -453,7 +439,7 @@ describe('users: create and read', () => {
           expect(u).not.toHaveProperty('attributes')
           expect(u).not.toHaveProperty('group_ids')
         }
-        expectNoSecrets(res)
+        expectNoSecrets(res, PASSWORD)
       }
     })
 
@@ -464,7 +450,7 @@ describe('users: create and read', () => {
       expect(a.attributes).toEqual({ n: 1 })
       expect(b.attributes).toEqual({ n: 2 })
       expect(a.group_ids).toEqual([])
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD)
     })
 
     it('refuses more than 100 ids with 400', async () => {
@@ -539,7 +525,7 @@ describe('users: create and read', () => {
       const full = await t.api.get(`/v1/users/${id}?full=true`, { auth: admin })
       expect(unb64(full.json().user.attributes)).toEqual({ k: 'v' })
       expect(full.json().user.group_ids).toEqual([g])
-      expectNoSecrets(full)
+      expectNoSecrets(full, PASSWORD)
     })
 
     it('answers 404 for an unknown user and 400 for a malformed id', async () => {
@@ -620,7 +606,7 @@ describe('users: create and read', () => {
         expect(u).not.toHaveProperty('attributes')
         expect(u).not.toHaveProperty('group_ids')
       }
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD)
     })
 
     it('never lists users of another account', async () => {
@@ -659,7 +645,7 @@ describe('users: create and read', () => {
       const adminRow = users.find((u) => u.id !== ids.active)
       expect(adminRow?.group_ids).toHaveLength(1)
       expect(typeof adminRow?.attributes).toBe('string')
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD)
     })
 
     it('shows only what the caller may read', async () => {

@@ -4,26 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
 import { b64, buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
+import { expectNoSecrets } from '../helpers/no-secrets.js'
 
 const HOUR = 60 * 60 * 1000
 const PASSWORD = 'first password 1'
 const NEW_PASSWORD = 'second password 2'
-
-/** No key of the body names a hash, digest or password, and no plaintext password leaks. */
-function expectNoSecrets(res: LightMyRequestResponse): void {
-  expect(res.body).not.toContain(PASSWORD)
-  expect(res.body).not.toContain(NEW_PASSWORD)
-  const walk = (value: unknown): void => {
-    if (Array.isArray(value)) value.forEach(walk)
-    else if (value && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        expect(k).not.toMatch(/password|hash|digest|secret/i)
-        walk(v)
-      }
-    }
-  }
-  walk(res.json())
-}
 
 describe('user credentials, password and deletion', () => {
   const clock = new ManualClock()
@@ -105,7 +90,7 @@ describe('user credentials, password and deletion', () => {
       expect(res.statusCode).toBe(200)
       expect(res.json().result).toBe('success')
       expect(res.json().user).toMatchObject({ id: u.id, username: u.username })
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD, NEW_PASSWORD)
       const ok = await login(u.username, NEW_PASSWORD)
       expect(ok.statusCode).toBe(200)
       expect(ok.json().user.id).toBe(u.id)
@@ -191,7 +176,7 @@ describe('user credentials, password and deletion', () => {
         username: u.username,
         status: 'DEACTIVATED',
       })
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD, NEW_PASSWORD)
 
       await expectDead(u.apiKey, u.id)
       await expectDead(u.accessToken, u.id)
@@ -291,7 +276,7 @@ describe('user credentials, password and deletion', () => {
       expect(user).toMatchObject({ id: u.id, user_id: u.id, username: u.username })
       expect(typeof user.access_token).toBe('string')
       expect(user).not.toHaveProperty('api_key')
-      expectNoSecrets(res)
+      expectNoSecrets(res, PASSWORD, NEW_PASSWORD)
       await expectAlive(user.access_token, u.id)
       clock.advance(24 * HOUR - 60_000)
       await expectAlive(user.access_token, u.id)
@@ -428,7 +413,7 @@ describe('user credentials, password and deletion', () => {
       const read = await readUser(u.id)
       expect(read.body).not.toContain(b.access_key)
       expect(read.body).not.toContain(b.secret_key)
-      expectNoSecrets(read)
+      expectNoSecrets(read, PASSWORD, NEW_PASSWORD)
       // The user's other credentials are untouched.
       await expectAlive(u.apiKey, u.id)
     })
