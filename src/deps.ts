@@ -109,7 +109,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     groups,
     keyring,
     indexer,
-    (trx, accountId) => userSchemas.current(trx, accountId),
+    // Locked: a user indexed meanwhile waits for (or is seen by) a user-schema update's re-index.
+    (trx, accountId) => userSchemas.current(trx, accountId, true),
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
   const throttle = new LoginThrottle(db, clock)

@@ -125,6 +125,49 @@ declare module 'truevault' {
       ownerId: string,
     ): Promise<TrueVaultClient.BlobInfo>
     deleteBlob(vaultId: string, blobId: string): Promise<TrueVaultClient.BlobInfo>
+    createSchema(
+      vaultId: string,
+      name: string,
+      fields: TrueVaultClient.SchemaFieldInput[],
+    ): Promise<TrueVaultClient.Schema>
+    updateSchema(
+      vaultId: string,
+      schemaId: string,
+      name: string,
+      fields: TrueVaultClient.SchemaFieldInput[],
+    ): Promise<TrueVaultClient.Schema>
+    readSchema(vaultId: string, schemaId: string): Promise<TrueVaultClient.Schema>
+    listSchemas(vaultId: string): Promise<TrueVaultClient.Schema[]>
+    /** Answers nothing (the SDK drops the body). */
+    deleteSchema(vaultId: string, schemaId: string): Promise<undefined>
+    createUserSchema(
+      accountId: string,
+      name: string,
+      fields: TrueVaultClient.SchemaFieldInput[],
+    ): Promise<TrueVaultClient.UserSchema>
+    readUserSchema(accountId: string): Promise<TrueVaultClient.UserSchema>
+    updateUserSchema(
+      accountId: string,
+      name: string,
+      fields: TrueVaultClient.SchemaFieldInput[],
+    ): Promise<TrueVaultClient.UserSchema>
+    deleteUserSchema(accountId: string): Promise<TrueVaultClient.UserSchema>
+    listDocumentsInSchema(
+      vaultId: string,
+      schemaId: string,
+      full?: boolean,
+      page?: number,
+      perPage?: number,
+    ): Promise<TrueVaultClient.Page<TrueVaultClient.DocumentItem>>
+    /** `document` of each result is decoded by the SDK (present only with `full_document`). */
+    searchDocuments(
+      vaultId: string,
+      searchOption: Record<string, unknown>,
+    ): Promise<TrueVaultClient.SearchResult<TrueVaultClient.DocumentHit>>
+    /** `attributes` of each result is decoded by the SDK (present only with `full_document`). */
+    searchUsers(
+      searchOption: Record<string, unknown>,
+    ): Promise<TrueVaultClient.SearchResult<TrueVaultClient.UserHit>>
   }
 
   namespace TrueVaultClient {
@@ -193,6 +236,52 @@ declare module 'truevault' {
       contentType: string | null
       /** From `Content-Disposition`, parsed by the `content-disposition` package. */
       fileName: string | undefined
+    }
+    /** A field as sent: `index` may be a boolean or 1/0 (the SDK suite sends 1). */
+    interface SchemaFieldInput {
+      name: string
+      type?: string
+      index?: boolean | number | string
+    }
+    interface SchemaField {
+      name: string
+      type: string
+      index: boolean
+    }
+    interface Schema {
+      id: string
+      vault_id: string
+      name: string
+      fields: SchemaField[]
+      [key: string]: unknown
+    }
+    interface UserSchema {
+      id: string
+      name: string
+      fields: SchemaField[]
+      vault_id: string
+      [key: string]: unknown
+    }
+    interface SearchInfo {
+      current_page: number
+      num_pages: number
+      per_page: number
+      total_result_count: number
+    }
+    interface SearchResult<T> {
+      documents: T[]
+      info: SearchInfo
+    }
+    interface DocumentHit {
+      document_id: string
+      owner_id: string | null
+      document?: unknown
+      [key: string]: unknown
+    }
+    interface UserHit {
+      id: string
+      attributes?: unknown
+      [key: string]: unknown
     }
     /** What the SDK throws when the body says `result: "error"`. */
     interface ApiError extends Error {

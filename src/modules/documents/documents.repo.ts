@@ -1,4 +1,4 @@
-import type { Selectable, Updateable } from 'kysely'
+import { PostgresAdapter, type Selectable, type Updateable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import { precompiled } from '../../store/precompiled.js'
@@ -24,6 +24,22 @@ const findByIdQuery = precompiled((db: Executor, accountId: string, vaultId: str
 export async function findById(db: Executor, accountId: string, vaultId: string, id: string) {
   const [row] = await findByIdQuery(db, accountId, vaultId, id)
   return row
+}
+
+/**
+ * The row, locked until the caller's transaction ends (PostgreSQL; SQLite runs one transaction
+ * at a time anyway).
+ */
+export function lockById(db: Executor, accountId: string, vaultId: string, id: string) {
+  const query = db
+    .selectFrom('documents')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+  return (
+    db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate() : query
+  ).executeTakeFirst()
 }
 
 export function findByIds(

@@ -79,10 +79,13 @@ export class DocumentsService {
       created_at: now,
       updated_at: now,
     }
-    // The document and its index rows commit together (the content was sealed before).
+    // The document and its index rows commit together (the content was sealed before), under
+    // the schema's fields as of the transaction (see #lockSchema).
     await this.db.transaction().execute(async (trx) => {
       await repo.insert(trx, row)
-      if (schema) await this.indexer.index(trx, accountId, id, schema, input.content)
+      if (!schema) return
+      const current = await this.#lockSchema(trx, accountId, vaultId, schema.id)
+      await this.indexer.index(trx, accountId, id, current, input.content)
     })
     return row
   }
@@ -182,7 +185,9 @@ export class DocumentsService {
     if (changes.ownerId !== undefined) patch.owner_id = changes.ownerId
     await this.db.transaction().execute(async (trx) => {
       await repo.update(trx, accountId, vaultId, id, patch)
-      if (content !== undefined) await this.indexer.index(trx, accountId, id, schema, content)
+      if (content === undefined) return
+      const current = schema ? await this.#lockSchema(trx, accountId, vaultId, schema.id) : null
+      await this.indexer.index(trx, accountId, id, current, content)
     })
     return this.#find(accountId, vaultId, id)
   }
@@ -230,12 +235,19 @@ export class DocumentsService {
     const row = await this.#find(accountId, vaultId, id)
     const item = documentResource(row)
     assertItemAllows(actor.grants, item, { activity: 'U', resource: item }, notFound)
-    const schema =
-      row.schema_id === null ? null : await this.#schema(accountId, vaultId, row.schema_id)
-    const content = await this.#open(row)
-    await this.db
-      .transaction()
-      .execute((trx) => this.indexer.index(trx, accountId, id, schema, content))
+    await this.prepareReindex(accountId)
+    await this.db.transaction().execute(async (trx) => {
+      // The row as stored now, locked: a concurrent update (or reindex) of the document waits,
+      // so the index ends up matching the content (they used to race: stale rows, or a 500 on
+      // a duplicate index row).
+      const current = await repo.lockById(trx, accountId, vaultId, id)
+      if (!current) throw notFound()
+      const schema =
+        current.schema_id === null
+          ? null
+          : await this.#lockSchema(trx, accountId, vaultId, current.schema_id)
+      await this.indexer.index(trx, accountId, id, schema, await this.#open(current))
+    })
     return row
   }
 
@@ -277,6 +289,24 @@ export class DocumentsService {
     if (ownerId !== null && !(await this.users.exists(accountId, ownerId))) {
       throw errors.invalidField('owner_id', 'is not a user of this account')
     }
+  }
+
+  /**
+   * The schema re-read inside the writing transaction (after the document row is written or
+   * locked: always that order), share-locked: a concurrent schema update either waits for this
+   * write (and its re-index then sees the document) or commits first (and this write indexes
+   * under its new fields). Without it, a document written meanwhile stayed indexed under the
+   * old fields.
+   */
+  async #lockSchema(
+    trx: Executor,
+    accountId: string,
+    vaultId: string,
+    schemaId: string,
+  ): Promise<Schema> {
+    const schema = await this.schemas.find(trx, accountId, vaultId, schemaId, true)
+    if (!schema) throw errors.invalidField('schema_id', 'is not a schema of this vault')
+    return schema
   }
 
   async #schema(accountId: string, vaultId: string, schemaId: string): Promise<Schema> {

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely'
+import { PostgresAdapter, type Selectable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { SchemasTable, UserSchemasTable } from '../../store/schema.js'
@@ -11,14 +11,28 @@ export async function insert(db: Executor, row: SchemaRow): Promise<void> {
   await db.insertInto('schemas').values(row).execute()
 }
 
-export function findById(db: Executor, accountId: string, vaultId: string, id: string) {
-  return db
+/**
+ * `lock`: hold a share lock on the row until the caller's transaction ends, so an index write
+ * under the schema's fields and an update of those fields (which re-indexes) cannot interleave
+ * (PostgreSQL; SQLite runs one transaction at a time anyway).
+ */
+const shareLock = (db: Executor, lock: boolean) =>
+  lock && db.getExecutor().adapter instanceof PostgresAdapter
+
+export function findById(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+  lock = false,
+) {
+  const query = db
     .selectFrom('schemas')
     .selectAll()
     .where('account_id', '=', accountId)
     .where('vault_id', '=', vaultId)
     .where('id', '=', id)
-    .executeTakeFirst()
+  return (shareLock(db, lock) ? query.forShare() : query).executeTakeFirst()
 }
 
 export function list(
@@ -67,12 +81,9 @@ export async function remove(
     .execute()
 }
 
-export function findUserSchema(db: Executor, accountId: string) {
-  return db
-    .selectFrom('user_schemas')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .executeTakeFirst()
+export function findUserSchema(db: Executor, accountId: string, lock = false) {
+  const query = db.selectFrom('user_schemas').selectAll().where('account_id', '=', accountId)
+  return (shareLock(db, lock) ? query.forShare() : query).executeTakeFirst()
 }
 
 export async function insertUserSchema(db: Executor, row: UserSchemaRow): Promise<void> {

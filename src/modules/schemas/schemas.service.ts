@@ -63,14 +63,18 @@ export class SchemasService {
     return toSchema(await this.#find(this.db, accountId, vaultId, id))
   }
 
-  /** The schema in the vault, or undefined (documents check links with it). */
+  /**
+   * The schema in the vault, or undefined (documents check links with it). `lock` (inside a
+   * transaction that indexes under it) keeps its fields from changing until that commits.
+   */
   async find(
     db: Executor,
     accountId: string,
     vaultId: string,
     id: string,
+    lock = false,
   ): Promise<Schema | undefined> {
-    const row = await repo.findById(db, accountId, vaultId, id)
+    const row = await repo.findById(db, accountId, vaultId, id, lock)
     return row ? toSchema(row) : undefined
   }
 

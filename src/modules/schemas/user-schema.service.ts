@@ -62,8 +62,9 @@ export class UserSchemaService {
     })
   }
 
-  async current(db: Executor, accountId: string): Promise<UserSchema | undefined> {
-    const row = await repo.findUserSchema(db, accountId)
+  /** `lock`: as `SchemasService.find` (users index under it inside their write transaction). */
+  async current(db: Executor, accountId: string, lock = false): Promise<UserSchema | undefined> {
+    const row = await repo.findUserSchema(db, accountId, lock)
     return row ? view(row) : undefined
   }
 
