@@ -1,6 +1,6 @@
 /** What a child process prints, as one JSON line on stdout, once it is ready. */
 
-export type ServerKind = 'bare' | 'coffer' | 's3'
+export type ServerKind = 'bare' | 'coffer' | 's3' | 'search'
 
 export interface BareServerInfo {
   kind: 'bare'
@@ -35,7 +35,60 @@ export interface S3ServerInfo {
   bucket: string
 }
 
-export type ServerInfo = BareServerInfo | CofferServerInfo | S3ServerInfo
+/** How the search child filled its vault (bench/search-data.ts). */
+export interface SearchPopulation {
+  documents: number
+  indexRows: number
+  /** Sealing every document's content with the real keyring (AES-256-GCM, one per document). */
+  sealMs: number
+  /** Generating documents and their index rows (indexValues), in JavaScript. */
+  generateMs: number
+  /** The batched INSERTs and their commits. */
+  insertMs: number
+  /** Everything from the first document to the last commit (plus checkpoint / VACUUM ANALYZE). */
+  totalMs: number
+  /** Work after the inserts: SQLite WAL checkpoint, or PostgreSQL VACUUM ANALYZE. */
+  finishMs: number
+  finish: string
+}
+
+/** The database's size once populated. */
+export interface SearchStorage {
+  /** SQLite: the database file plus its WAL; PostgreSQL: every table of the schema, indexes included. */
+  totalBytes: number
+  /** Table and index sizes, largest first (SQLite dbstat / pg_total_relation_size per index). */
+  objects: { name: string; bytes: number }[]
+}
+
+/** One SQL statement a search ran, timed on its own and explained (bench/search-data.ts). */
+export interface SearchStatement {
+  role: 'count' | 'page'
+  ms: number
+  sql: string
+  plan: string[]
+}
+
+export interface SearchPlan {
+  key: string
+  statements: SearchStatement[]
+}
+
+/** A Coffer server whose one vault holds `documents` documents under one schema. */
+export interface SearchServerInfo {
+  kind: 'search'
+  port: number
+  dialect: 'sqlite' | 'postgres'
+  adminApiKey: string
+  vaultId: string
+  schemaId: string
+  /** The name of one document (the control query matches it alone). */
+  controlName: string
+  population: SearchPopulation
+  storage: SearchStorage
+  plans: SearchPlan[]
+}
+
+export type ServerInfo = BareServerInfo | CofferServerInfo | S3ServerInfo | SearchServerInfo
 
 /** s3rver accepts these fixed credentials. */
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const
@@ -50,6 +103,8 @@ export const ENV = {
   /** Coffer on S3: the endpoint (`http://127.0.0.1:<port>`) and bucket of the s3rver child. */
   s3Endpoint: 'COFFER_BENCH_S3_ENDPOINT',
   s3Bucket: 'COFFER_BENCH_S3_BUCKET',
+  /** The search child: how many documents to put in its vault. */
+  searchDocuments: 'COFFER_BENCH_SEARCH_DOCUMENTS',
 } as const
 
 /** Only the parent sets these for a child: values inherited from the user's shell are dropped. */

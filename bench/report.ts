@@ -76,7 +76,11 @@ export function formatProblems(m: Measurement): string {
 }
 
 /** A Markdown table padded the way `biome format` lays tables out (it checks this file). */
-function table(header: string[], rightAligned: boolean[], rows: string[][]): string[] {
+export function markdownTable(
+  header: string[],
+  rightAligned: boolean[],
+  rows: string[][],
+): string[] {
   const widths = header.map((h, i) =>
     Math.max(3, h.length, ...rows.map((r) => (r[i] ?? '').length)),
   )
@@ -111,7 +115,7 @@ export function formatBlobProblems(b: BlobMeasurement): string {
 }
 
 function blobTable(blobs: BlobMeasurement[]): string[] {
-  return table(
+  return markdownTable(
     ['store', 'upload MB/s', 'download MB/s', 'RSS before', 'RSS peak', 'RSS growth', 'SHA-256'],
     [false, true, true, true, true, true, false],
     blobs.map((b) => {
@@ -151,7 +155,7 @@ function blobDetails(blobs: BlobMeasurement[]): string[] {
 
 export function markdown(run: RunInfo, results: Measurement[], blobs: BlobMeasurement[]): string {
   const bare = results.find((m) => m.scenario.server === 'bare')?.reqPerSec
-  const tableLines = table(
+  const tableLines = markdownTable(
     ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'non-2xx'],
     [false, true, true, true, true, true],
     results.map((m) => [

@@ -9,16 +9,25 @@
  * PostgreSQL in a fresh schema, dropped afterwards; default a fresh SQLite file in a temp dir),
  * BENCH_BLOB_ROUNDS (uploads and downloads per store, default 3), BENCH_BLOB_MIB (MiB per BLOB,
  * default and at most 50, the server's limit), COFFER_BENCH_BLOB_STORE (`s3`: also measure BLOBs
- * on an s3rver in its own process; default only the file store), BENCH_PARTS (`http`, `blobs`
- * or both, comma-separated; default both).
- * Writes bench/results/latest.md; exits 1 if any scenario saw non-2xx responses or errors, or a
- * BLOB request failed or came back different.
+ * on an s3rver in its own process; default only the file store), BENCH_PARTS (`http`, `blobs`,
+ * `search`, comma-separated; default all three), BENCH_SEARCH_SIZES (documents per search run,
+ * comma-separated; default 10000,100000; add 1000000 for the full table, which takes ~20 minutes
+ * and ~7 GB of temp disk on SQLite), BENCH_SEARCH_MAX_DURATION (seconds, default 60: the longest
+ * load for one slow search query; see bench/search.ts).
+ *
+ * Then search (bench/search.ts): for each size, a Coffer child whose vault holds that many
+ * documents, written straight to its database before it listens, and six search queries (plus a
+ * one-match control) under autocannon.
+ *
+ * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search); exits 1 if
+ * any scenario saw non-2xx responses or errors, a BLOB request failed or came back different,
+ * or a search server failed to start.
  */
 import { cpus } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import autocannon from 'autocannon'
 import { type BlobMeasurement, failedBlobMeasurement, MiB, measureBlobs } from './blobs.js'
+import { envNumber, type Load, runScenario } from './load.js'
 import {
   formatBlobLine,
   formatBlobProblems,
@@ -31,21 +40,21 @@ import {
   type RunInfo,
   writeReport,
 } from './report.js'
-import { bareScenario, cofferScenarios, type Scenario } from './scenarios.js'
+import { bareScenario, cofferScenarios } from './scenarios.js'
+import {
+  formatSearchLine,
+  runSearchBench,
+  type SearchSizeResult,
+  searchBroken,
+  searchMarkdown,
+  searchMaxDurationS,
+  searchSizes,
+} from './search.js'
 import { startBareServer, startCofferServer, startS3Server, stopAll } from './servers.js'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const RESULTS_FILE = join(BENCH_DIR, 'results', 'latest.md')
-
-function envNumber(name: string, fallback: number, integer: boolean): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === '') return fallback
-  const value = Number(raw)
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'} (got ${raw})`)
-  }
-  return value
-}
+const SEARCH_RESULTS_FILE = join(BENCH_DIR, 'results', 'search.md')
 
 function redactUrl(url: string): string {
   try {
@@ -54,94 +63,6 @@ function redactUrl(url: string): string {
     return u.toString()
   } catch {
     return 'postgres://(unparseable URL)'
-  }
-}
-
-interface Load {
-  durationS: number
-  connections: number
-}
-
-interface Fired {
-  result: autocannon.Result
-  /** Every response time in ms, at full precision (autocannon's histogram keeps whole ms). */
-  latenciesMs: Float64Array
-}
-
-function fire(baseUrl: string, scenario: Scenario, load: Load): Promise<Fired> {
-  const { body } = scenario
-  const options: autocannon.Options = {
-    url: `${baseUrl}${scenario.path}`,
-    method: scenario.method,
-    headers: scenario.headers,
-    duration: load.durationS,
-    connections: load.connections,
-    timeout: 10,
-    ...(typeof body === 'string' ? { body } : {}),
-    ...(typeof body === 'function'
-      ? { requests: [{ setupRequest: (request) => ({ ...request, body: body() }) }] }
-      : {}),
-  }
-  const latencies: number[] = []
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(options, (error, result) =>
-      error ? reject(error) : resolve({ result, latenciesMs: Float64Array.from(latencies) }),
-    )
-    instance.on('response', (_client, _status, _bytes, responseTime) => {
-      latencies.push(responseTime)
-    })
-  })
-}
-
-/** Nearest-rank percentile (q in 0..1) of sorted samples; NaN when there are none. */
-function percentile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return Number.NaN
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)))
-  return sorted[rank - 1] as number
-}
-
-/** One request before the load: a broken scenario shows its status and body, not just a count. */
-async function preflight(baseUrl: string, scenario: Scenario): Promise<string | undefined> {
-  const body = typeof scenario.body === 'function' ? scenario.body() : scenario.body
-  try {
-    const res = await fetch(`${baseUrl}${scenario.path}`, {
-      method: scenario.method,
-      headers: scenario.headers,
-      ...(body !== undefined ? { body } : {}),
-    })
-    const text = await res.text()
-    if (res.status >= 200 && res.status < 300) return undefined
-    return `HTTP ${res.status}: ${text.slice(0, 300)}`
-  } catch (error) {
-    return `request failed: ${error instanceof Error ? error.message : String(error)}`
-  }
-}
-
-async function runScenario(
-  baseUrl: string,
-  scenario: Scenario,
-  load: Load,
-  warmupS: number,
-): Promise<Measurement> {
-  process.stderr.write(`→ ${scenario.name}: warm-up ${warmupS} s, then ${load.durationS} s\n`)
-  const preflightProblem = await preflight(baseUrl, scenario)
-  await fire(baseUrl, scenario, { ...load, durationS: warmupS })
-  const { result: r, latenciesMs } = await fire(baseUrl, scenario, load)
-  latenciesMs.sort()
-  const statusCodes = Object.fromEntries(
-    Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count]),
-  )
-  return {
-    scenario,
-    reqPerSec: r.requests.average,
-    p50Ms: percentile(latenciesMs, 0.5),
-    p99Ms: percentile(latenciesMs, 0.99),
-    requests: Object.values(statusCodes).reduce((a, b) => a + b, 0),
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    statusCodes,
-    ...(preflightProblem !== undefined ? { preflightProblem } : {}),
   }
 }
 
@@ -170,14 +91,20 @@ async function runBlobs(
   }
 }
 
-/** BENCH_PARTS: `http`, `blobs` or both (the default), comma-separated. */
-function benchParts(): { http: boolean; blobs: boolean } {
+const PARTS = ['http', 'blobs', 'search'] as const
+
+/** BENCH_PARTS: any of `http`, `blobs`, `search`, comma-separated (default all). */
+function benchParts(): Record<(typeof PARTS)[number], boolean> {
   const raw = (process.env.BENCH_PARTS ?? '').trim()
-  if (raw === '') return { http: true, blobs: true }
+  if (raw === '') return { http: true, blobs: true, search: true }
   const parts = raw.split(',').map((p) => p.trim())
-  const unknown = parts.filter((p) => p !== 'http' && p !== 'blobs')
-  if (unknown.length > 0) throw new Error(`BENCH_PARTS takes http and/or blobs (got ${raw})`)
-  return { http: parts.includes('http'), blobs: parts.includes('blobs') }
+  const unknown = parts.filter((p) => !(PARTS as readonly string[]).includes(p))
+  if (unknown.length > 0) throw new Error(`BENCH_PARTS takes ${PARTS.join(', ')} (got ${raw})`)
+  return {
+    http: parts.includes('http'),
+    blobs: parts.includes('blobs'),
+    search: parts.includes('search'),
+  }
 }
 
 function blobStores(): ('fs' | 's3')[] {
@@ -233,26 +160,55 @@ async function main(): Promise<number> {
     if (isBlobBroken(b)) process.stderr.write(`\n${formatBlobProblems(b)}\n\n`)
   }
 
-  const run: RunInfo = {
-    date: new Date(),
-    durationS: load.durationS,
-    warmupS,
-    connections: load.connections,
-    database: pgUrl
-      ? `PostgreSQL (${redactUrl(pgUrl)}, fresh schema)`
-      : 'SQLite (fresh file in a temp dir)',
-    node: process.version,
-    cpus: cpus().length,
-    blobRounds,
-    blobBytes,
+  let search: SearchSizeResult[] = []
+  if (parts.search) {
+    search = await runSearchBench(searchSizes(), pgUrl, load, warmupS, (size, q) => {
+      process.stdout.write(`${formatSearchLine(size, q)}\n`)
+      if (isBroken(q.m)) process.stderr.write(`\n${formatProblems(q.m)}\n\n`)
+    })
   }
-  const text = markdown(run, results, blobs)
-  writeReport(RESULTS_FILE, text)
-  process.stdout.write(`\n${text}\nwritten to ${relative(process.cwd(), RESULTS_FILE)}\n`)
+
+  const database = pgUrl
+    ? `PostgreSQL (${redactUrl(pgUrl)}, fresh schema)`
+    : 'SQLite (fresh file in a temp dir)'
+  if (parts.http || parts.blobs) {
+    const run: RunInfo = {
+      date: new Date(),
+      durationS: load.durationS,
+      warmupS,
+      connections: load.connections,
+      database,
+      node: process.version,
+      cpus: cpus().length,
+      blobRounds,
+      blobBytes,
+    }
+    const text = markdown(run, results, blobs)
+    writeReport(RESULTS_FILE, text)
+    process.stdout.write(`\n${text}\nwritten to ${relative(process.cwd(), RESULTS_FILE)}\n`)
+  }
+  if (parts.search) {
+    const text = searchMarkdown(
+      {
+        date: new Date(),
+        durationS: load.durationS,
+        warmupS,
+        connections: load.connections,
+        database,
+        node: process.version,
+        cpus: cpus().length,
+        maxDurationS: searchMaxDurationS(),
+      },
+      search,
+    )
+    writeReport(SEARCH_RESULTS_FILE, text)
+    process.stdout.write(`\nwritten to ${relative(process.cwd(), SEARCH_RESULTS_FILE)}\n`)
+  }
 
   const broken = [
     ...results.filter(isBroken).map((m) => m.scenario.name),
     ...blobs.filter(isBlobBroken).map((b) => `BLOB ${b.store}`),
+    ...searchBroken(search),
   ]
   if (broken.length > 0) {
     process.stderr.write(`\n!!! ${broken.length} scenario(s) BROKEN: ${broken.join(', ')}\n`)

@@ -1,11 +1,12 @@
 /**
  * A server for the bench, in its own process so the load generator never shares its event loop
  * (and so its memory can be read from /proc on its own).
- * Usage: node --import tsx bench/server-child.ts <bare|coffer|s3>
+ * Usage: node --import tsx bench/server-child.ts <bare|coffer|s3|search>
  * Prints one JSON line (ServerInfo) on stdout once listening, then serves until SIGTERM/SIGINT or
  * until its stdin closes (the parent died).
  */
 import { randomBytes } from 'node:crypto'
+import { statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -18,6 +19,14 @@ import { createDeps } from '../src/deps.js'
 import { openStore, type Store } from '../src/store/db.js'
 import { migrateToLatest } from '../src/store/migrate.js'
 import { ENV, S3RVER_CREDENTIALS, type ServerInfo } from './protocol.js'
+import {
+  createSearchTarget,
+  explainQueries,
+  measureStorage,
+  populate,
+  verifySamples,
+} from './search-data.js'
+import { searchQueries } from './search-queries.js'
 
 const HOST = '127.0.0.1'
 /** Documents in the read vault: more than one list page of 100. */
@@ -142,6 +151,64 @@ async function startCoffer(): Promise<Running> {
   }
 }
 
+/** Bytes of a file, 0 when it does not exist. */
+function fileBytes(file: string): number {
+  try {
+    return statSync(file).size
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * Coffer with one vault of COFFER_BENCH_SEARCH_DOCUMENTS documents under one schema, written
+ * straight to the database before listening (bench/search-data.ts), its queries explained.
+ */
+async function startSearch(): Promise<Running> {
+  const n = Number(required(ENV.searchDocuments))
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${ENV.searchDocuments} must be >= 1`)
+  const store = await openBenchStore()
+  const blobStore = openBlobStore()
+  const deps = createDeps(store, { masterKey: MasterKey.generate(), blobStore })
+  const admin = await deps.accounts.createWithAdmin()
+  const app = await buildApp(deps, { logger: false })
+  const log = (line: string) => process.stderr.write(`${line}\n`)
+  const target = await createSearchTarget(app, store.db, admin.api_key, admin.account_id)
+  const populated = await populate(store.db, store.dialect, deps.keyring, target, n, log)
+  await verifySamples(app, store.db, admin.api_key, target, populated)
+  const file = join(process.env[ENV.dataDir] ?? '', 'coffer.db')
+  const storage = await measureStorage(
+    store.db,
+    store.dialect,
+    () => fileBytes(file) + fileBytes(`${file}-wal`),
+  )
+  const plans = await explainQueries(
+    store.db,
+    store.dialect,
+    target,
+    searchQueries(target.schemaId, populated.controlName),
+  )
+  await app.listen({ host: HOST, port: 0 })
+  return {
+    info: {
+      kind: 'search',
+      port: portOf(app),
+      dialect: store.dialect,
+      adminApiKey: admin.api_key,
+      vaultId: target.vaultId,
+      schemaId: target.schemaId,
+      controlName: populated.controlName,
+      population: populated.population,
+      storage,
+      plans,
+    },
+    close: async () => {
+      await app.close()
+      await store.close()
+    },
+  }
+}
+
 /** s3rver with one empty bucket, storing into the parent's temp dir (the parent removes it). */
 async function startS3(): Promise<Running> {
   // Loaded only here: the Coffer children never carry s3rver in their memory.
@@ -159,9 +226,11 @@ async function startS3(): Promise<Running> {
 }
 
 async function main(kind: string | undefined): Promise<void> {
-  const start = { bare: startBare, coffer: startCoffer, s3: startS3 }[kind ?? '']
+  const start = { bare: startBare, coffer: startCoffer, s3: startS3, search: startSearch }[
+    kind ?? ''
+  ]
   if (kind === undefined || start === undefined) {
-    throw new Error(`usage: server-child.ts <bare|coffer|s3> (got ${kind ?? 'nothing'})`)
+    throw new Error(`usage: server-child.ts <bare|coffer|s3|search> (got ${kind ?? 'nothing'})`)
   }
   const running = await start()
   let stopping = false

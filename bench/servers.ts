@@ -1,10 +1,11 @@
 /** Starts server children (bench/server-child.ts) and tears them down with their data. */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import {
@@ -13,6 +14,7 @@ import {
   type CofferServerInfo,
   ENV,
   type S3ServerInfo,
+  type SearchServerInfo,
   type ServerInfo,
   type ServerKind,
 } from './protocol.js'
@@ -59,9 +61,7 @@ export async function startCofferServer(
   options: CofferOptions = {},
 ): Promise<ServerHandle<CofferServerInfo>> {
   const { pgUrl, s3 } = options
-  // The temp dir also holds the BLOB files (fs store) when the database is PostgreSQL.
-  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'))
-  const env: Record<string, string> = { [ENV.dataDir]: dir }
+  const env: Record<string, string> = {}
   if (s3) {
     Object.assign(env, {
       [ENV.s3Endpoint]: s3.url,
@@ -70,20 +70,105 @@ export async function startCofferServer(
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     })
   }
+  return startWithDatabase('coffer', env, pgUrl, START_TIMEOUT_MS)
+}
+
+/**
+ * The real app with one vault of `documents` documents under one schema, written straight to a
+ * fresh SQLite file (or PostgreSQL schema) before it listens; `startTimeoutMs` bounds that.
+ * `settle()` waits until the child (and, on PostgreSQL, its database sessions) stop working.
+ */
+export async function startSearchServer(
+  documents: number,
+  pgUrl: string | undefined,
+  startTimeoutMs: number,
+): Promise<ServerHandle<SearchServerInfo> & { settle(): Promise<void> }> {
+  // On PostgreSQL the work of abandoned requests goes on in the server's sessions: they are
+  // found by this application_name (node-postgres reads PGAPPNAME).
+  const appName = `coffer_bench_${randomBytes(6).toString('hex')}`
+  const handle = await startWithDatabase<SearchServerInfo>(
+    'search',
+    { [ENV.searchDocuments]: String(documents), ...(pgUrl ? { PGAPPNAME: appName } : {}) },
+    pgUrl,
+    startTimeoutMs,
+  )
+  const activeSessions = async () => {
+    if (!pgUrl) return 0
+    const rows = await pgQuery(
+      pgUrl,
+      `select count(*)::int as n from pg_stat_activity where application_name = $1 and state <> 'idle'`,
+      [appName],
+    )
+    return Number(rows[0]?.n ?? 0)
+  }
+  return { ...handle, settle: () => waitForIdle(handle.pid, activeSessions) }
+}
+
+const IDLE_WINDOW_MS = 300
+/** At most this much CPU time per window (10 ms clock ticks): an idle Node process uses ~none. */
+const IDLE_TICKS = 2
+const SETTLE_LIMIT_MS = 300_000
+
+/** CPU time (clock ticks, utime + stime) a process has used: /proc/<pid>/stat, Linux only. */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // After "pid (comm) ": state is field 3, utime field 14, stime field 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
+  }
+}
+
+/** Waits (bounded) until a window passes with the process idle and no busy database session. */
+async function waitForIdle(pid: number, activeSessions: () => Promise<number>): Promise<void> {
+  const deadline = Date.now() + SETTLE_LIMIT_MS
+  let before = cpuTicks(pid)
+  while (Date.now() < deadline) {
+    await sleep(IDLE_WINDOW_MS)
+    const now = cpuTicks(pid)
+    const idle = before === undefined || now === undefined || now - before <= IDLE_TICKS
+    before = now
+    if (idle && (await activeSessions()) === 0) return
+  }
+  process.stderr.write(`!!! server ${pid} still busy after ${SETTLE_LIMIT_MS / 1000} s\n`)
+}
+
+/** A child on a fresh SQLite file in a temp dir or a fresh PostgreSQL schema, both removed. */
+async function startWithDatabase<I extends CofferServerInfo | SearchServerInfo>(
+  kind: I['kind'],
+  extraEnv: Record<string, string>,
+  pgUrl: string | undefined,
+  startTimeoutMs: number,
+): Promise<ServerHandle<I>> {
+  // The temp dir also holds the BLOB files (fs store) when the database is PostgreSQL.
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'))
+  const env: Record<string, string> = { ...extraEnv, [ENV.dataDir]: dir }
   const removeDir = async () => rmSync(dir, { recursive: true, force: true })
   if (pgUrl) {
     const schema = `coffer_bench_${randomBytes(6).toString('hex')}`
-    await pgQuery(pgUrl, `create schema ${schema}`)
+    try {
+      await pgQuery(pgUrl, `create schema ${schema}`)
+    } catch (error) {
+      await removeDir()
+      throw error
+    }
     Object.assign(env, { [ENV.pgUrl]: pgUrl, [ENV.pgSchema]: schema })
-    return startChild('coffer', env, async () => {
-      try {
-        await pgQuery(pgUrl, `drop schema if exists ${schema} cascade`)
-      } finally {
-        await removeDir()
-      }
-    })
+    return startChild<I>(
+      kind,
+      env,
+      async () => {
+        try {
+          await pgQuery(pgUrl, `drop schema if exists ${schema} cascade`)
+        } finally {
+          await removeDir()
+        }
+      },
+      startTimeoutMs,
+    )
   }
-  return startChild('coffer', env, removeDir)
+  return startChild<I>(kind, env, removeDir, startTimeoutMs)
 }
 
 /** s3rver with one empty bucket, in its own process, storing into a temp dir. */
@@ -94,11 +179,15 @@ export function startS3Server(): Promise<ServerHandle<S3ServerInfo>> {
   })
 }
 
-async function pgQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url })
+async function pgQuery(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: url, application_name: 'coffer_bench_parent' })
   await client.connect()
   try {
-    await client.query(sql)
+    return (await client.query(text, values)).rows
   } finally {
     await client.end()
   }
@@ -108,6 +197,7 @@ function startChild<I extends ServerInfo>(
   kind: I['kind'] & ServerKind,
   env: Record<string, string>,
   removeData: () => Promise<void>,
+  startTimeoutMs = START_TIMEOUT_MS,
 ): Promise<ServerHandle<I>> {
   const inherited = { ...process.env }
   for (const name of CHILD_ONLY_ENV) delete inherited[name]
@@ -149,8 +239,8 @@ function startChild<I extends ServerInfo>(
       )
     }
     const timer = setTimeout(
-      () => fail(new Error(`${kind} server did not start within ${START_TIMEOUT_MS} ms`)),
-      START_TIMEOUT_MS,
+      () => fail(new Error(`${kind} server did not start within ${startTimeoutMs} ms`)),
+      startTimeoutMs,
     )
     child.once('error', fail)
     child.once('exit', (code, signal) =>

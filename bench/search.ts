@@ -1,0 +1,483 @@
+/**
+ * The search part of `npm run bench`: for each N of BENCH_SEARCH_SIZES, a fresh Coffer child
+ * whose one vault holds N documents under one schema (bench/search-data.ts writes them straight
+ * to the database before the child listens), then each query of bench/search-queries.ts under
+ * autocannon on POST /v1/vaults/{v}/search. Written to bench/results/search.md.
+ */
+import { envNumber, type Load, runScenario } from './load.js'
+import type { SearchPlan, SearchServerInfo } from './protocol.js'
+import { formatProblems, isBroken, type Measurement, markdownTable } from './report.js'
+import type { Scenario } from './scenarios.js'
+import { type SearchQueryDef, searchBody, searchQueries } from './search-queries.js'
+import { startSearchServer } from './servers.js'
+
+/** Sizes run by default; 1,000,000 is opt-in (it takes minutes to populate). */
+export const DEFAULT_SEARCH_SIZES = [10_000, 100_000]
+/** Starting a search child: migrations and the admin, then population at a pessimistic rate. */
+const START_BASE_MS = 120_000
+const START_MS_PER_DOCUMENT = 3
+
+/**
+ * Requests of one search run one after another on SQLite (and their statements interleave), so
+ * each of C connections waits about C x the service time: the measurement must last a few of
+ * those (else at 1M documents no request completes within 5 s). Duration = BENCH_DURATION, or
+ * SLOW_ROUNDS x C x the single-request time when longer, at most BENCH_SEARCH_MAX_DURATION.
+ */
+const SLOW_ROUNDS = 3
+const DEFAULT_MAX_DURATION_S = 60
+
+/** BENCH_SEARCH_MAX_DURATION: the longest load for one query, in seconds. */
+export function searchMaxDurationS(): number {
+  return envNumber('BENCH_SEARCH_MAX_DURATION', DEFAULT_MAX_DURATION_S, false)
+}
+
+/** BENCH_SEARCH_SIZES: comma-separated document counts (`_` allowed), ascending. */
+export function searchSizes(): number[] {
+  const raw = (process.env.BENCH_SEARCH_SIZES ?? '').trim()
+  if (raw === '') return DEFAULT_SEARCH_SIZES
+  const sizes = raw.split(',').map((part) => Number(part.trim().replace(/_/g, '')))
+  if (sizes.some((n) => !Number.isSafeInteger(n) || n < 1)) {
+    throw new Error(`BENCH_SEARCH_SIZES takes positive integers, comma-separated (got ${raw})`)
+  }
+  return [...new Set(sizes)].sort((a, b) => a - b)
+}
+
+export interface SearchQueryResult {
+  def: SearchQueryDef
+  m: Measurement
+  /** The load actually applied (longer than asked for slow queries). */
+  durationS: number
+  /** One request alone on an idle server (the second of two), in ms. */
+  aloneMs?: number
+  /** data.info.total_result_count and the page's length, from one request before the load. */
+  total?: number
+  returned?: number
+}
+
+export interface SearchSizeResult {
+  documents: number
+  /** Wall clock from spawning the child to its listening (population, checks, EXPLAINs). */
+  startMs: number
+  info?: SearchServerInfo
+  queries: SearchQueryResult[]
+  /** Why the child did not start, if it did not. */
+  error?: string
+}
+
+function basic(apiKey: string): string {
+  return `Basic ${Buffer.from(`${apiKey}:`).toString('base64')}`
+}
+
+interface Probe {
+  total?: number
+  returned?: number
+  ms: number
+}
+
+/** One request alone: its time, total_result_count and page length (undefined if it failed). */
+async function probe(url: string, s: Scenario): Promise<Probe | undefined> {
+  try {
+    const t0 = performance.now()
+    const res = await fetch(url, { method: 'POST', headers: s.headers, body: s.body as string })
+    const json = (await res.json()) as {
+      data?: { info?: { total_result_count?: number }; documents?: unknown[] }
+    }
+    const ms = performance.now() - t0
+    if (res.status !== 200) return undefined
+    const total = json.data?.info?.total_result_count
+    const returned = json.data?.documents?.length
+    return {
+      ms,
+      ...(total !== undefined ? { total } : {}),
+      ...(returned !== undefined ? { returned } : {}),
+    }
+  } catch {
+    return undefined
+  }
+}
+
+/** The load for a query that takes `aloneMs` alone (see SLOW_ROUNDS). */
+function loadFor(load: Load, aloneMs: number | undefined, maxDurationS: number): Load {
+  if (aloneMs === undefined) return load
+  const roundS = (load.connections * aloneMs) / 1000
+  const durationS = Math.max(
+    load.durationS,
+    Math.min(maxDurationS, Math.ceil(SLOW_ROUNDS * roundS)),
+  )
+  // A response may wait for every other connection's request, twice over when unlucky.
+  const timeoutS = Math.max(load.timeoutS ?? 10, Math.ceil(3 * roundS) + 5)
+  return { ...load, durationS, timeoutS }
+}
+
+export async function runSearchBench(
+  sizes: readonly number[],
+  pgUrl: string | undefined,
+  load: Load,
+  warmupS: number,
+  onResult: (size: number, q: SearchQueryResult) => void,
+): Promise<SearchSizeResult[]> {
+  const maxDurationS = searchMaxDurationS()
+  const results: SearchSizeResult[] = []
+  for (const documents of sizes) {
+    process.stderr.write(`→ search: populating ${documents} documents\n`)
+    const started = performance.now()
+    let server: Awaited<ReturnType<typeof startSearchServer>>
+    try {
+      server = await startSearchServer(
+        documents,
+        pgUrl,
+        START_BASE_MS + START_MS_PER_DOCUMENT * documents,
+      )
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      process.stderr.write(`!!! search server with ${documents} documents: ${message}\n`)
+      results.push({ documents, startMs: performance.now() - started, queries: [], error: message })
+      continue
+    }
+    const result: SearchSizeResult = {
+      documents,
+      startMs: performance.now() - started,
+      info: server.info,
+      queries: [],
+    }
+    results.push(result)
+    try {
+      const { info } = server
+      const p = info.population
+      process.stderr.write(
+        `  populated in ${(p.totalMs / 1000).toFixed(1)} s (seal ${(p.sealMs / 1000).toFixed(1)} s, insert ${(p.insertMs / 1000).toFixed(1)} s), ${mb(info.storage.totalBytes)}\n`,
+      )
+      const headers = {
+        authorization: basic(info.adminApiKey),
+        'content-type': 'application/x-www-form-urlencoded',
+      }
+      for (const def of searchQueries(info.schemaId, info.controlName)) {
+        const scenario: Scenario = {
+          name: `search ${def.key} @ ${documents}`,
+          server: 'coffer',
+          method: 'POST',
+          path: `/v1/vaults/${info.vaultId}/search`,
+          headers,
+          body: searchBody(def.option),
+        }
+        const url = `${server.url}${scenario.path}`
+        await server.settle()
+        // The second of two: the first may still warm caches.
+        const probed = (await probe(url, scenario)) && (await probe(url, scenario))
+        const queryLoad = loadFor(load, probed?.ms, maxDurationS)
+        const m = await runScenario(server.url, scenario, queryLoad, warmupS, server.settle)
+        const q: SearchQueryResult = {
+          def,
+          m,
+          durationS: queryLoad.durationS,
+          ...(probed
+            ? {
+                aloneMs: probed.ms,
+                ...(probed.total !== undefined ? { total: probed.total } : {}),
+                ...(probed.returned !== undefined ? { returned: probed.returned } : {}),
+              }
+            : {}),
+        }
+        result.queries.push(q)
+        onResult(documents, q)
+      }
+    } finally {
+      await server.stop()
+    }
+  }
+  return results
+}
+
+const fixed = (n: number | undefined, digits: number) =>
+  n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : '-'
+const secs = (ms: number) => fixed(ms / 1000, 1)
+const count = (n: number | undefined) => (n === undefined ? '-' : n.toLocaleString('en-US'))
+
+function mb(bytes: number): string {
+  return bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`
+}
+
+export function formatSearchLine(size: number, q: SearchQueryResult): string {
+  const { m } = q
+  return [
+    `search ${q.def.key.padEnd(8)} N=${String(size).padEnd(8)}`,
+    `matches ${count(q.total).padStart(9)}`,
+    `alone ${fixed(q.aloneMs, 1).padStart(7)} ms`,
+    `${fixed(m.reqPerSec, 1).padStart(8)} req/s`,
+    `p50 ${fixed(m.p50Ms, 2).padStart(8)} ms`,
+    `p99 ${fixed(m.p99Ms, 2).padStart(8)} ms`,
+    `${m.requests} requests in ${q.durationS} s`,
+    `non-2xx ${m.non2xx}`,
+    `errors ${m.errors}`,
+  ].join('  ')
+}
+
+export function searchBroken(results: readonly SearchSizeResult[]): string[] {
+  return results.flatMap((r) => [
+    ...(r.error !== undefined ? [`search @ ${r.documents} (${r.error})`] : []),
+    ...r.queries.filter((q) => isBroken(q.m)).map((q) => q.m.scenario.name),
+  ])
+}
+
+export interface SearchRunInfo {
+  date: Date
+  durationS: number
+  warmupS: number
+  connections: number
+  database: string
+  node: string
+  cpus: number
+  maxDurationS: number
+}
+
+function populationTable(results: readonly SearchSizeResult[]): string[] {
+  const sizeOf = (r: SearchSizeResult, name: string) =>
+    r.info?.storage.objects
+      .filter((o) => o.name === name || o.name.startsWith(`${name}_`))
+      .reduce((s, o) => s + o.bytes, 0)
+  return markdownTable(
+    [
+      'documents',
+      'index rows',
+      'generate s',
+      'seal s',
+      'insert s',
+      'finish s',
+      'populate s',
+      'docs/s',
+      'child start s',
+      'database size',
+      'search_index + its indexes',
+      'documents + its indexes',
+    ],
+    [true, true, true, true, true, true, true, true, true, true, true, true],
+    results.map((r) => {
+      const p = r.info?.population
+      if (!p || !r.info)
+        return [count(r.documents), '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']
+      const si = sizeOf(r, 'search_index')
+      const docs = sizeOf(r, 'documents')
+      return [
+        count(r.documents),
+        count(p.indexRows),
+        secs(p.generateMs),
+        secs(p.sealMs),
+        secs(p.insertMs),
+        secs(p.finishMs),
+        secs(p.totalMs),
+        count(Math.round(p.documents / (p.totalMs / 1000))),
+        secs(r.startMs),
+        mb(r.info.storage.totalBytes),
+        si ? mb(si) : '-',
+        docs ? mb(docs) : '-',
+      ]
+    }),
+  )
+}
+
+function resultsTable(results: readonly SearchSizeResult[]): string[] {
+  const rows: string[][] = []
+  const keys = results.find((r) => r.queries.length > 0)?.queries.map((q) => q.def) ?? []
+  for (const def of keys) {
+    for (const r of results) {
+      const q = r.queries.find((x) => x.def.key === def.key)
+      const plan = r.info?.plans.find((p) => p.key === def.key)
+      const ms = (role: 'count' | 'page') =>
+        fixed(plan?.statements.find((s) => s.role === role)?.ms, 1)
+      rows.push([
+        def.label,
+        count(r.documents),
+        count(q?.total),
+        fixed(q?.aloneMs, 1),
+        q ? fixed(q.m.reqPerSec, 1) : '-',
+        q ? fixed(q.m.p50Ms, 2) : '-',
+        q ? fixed(q.m.p99Ms, 2) : '-',
+        ms('count'),
+        ms('page'),
+        q ? `${count(q.m.requests)} in ${q.durationS} s` : '-',
+        q ? `${q.m.non2xx}${isBroken(q.m) ? ' **BROKEN**' : ''}` : '-',
+      ])
+    }
+  }
+  return markdownTable(
+    [
+      'query',
+      'N',
+      'matches',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'count SQL ms',
+      'page SQL ms',
+      'non-2xx',
+    ],
+    [false, true, true, true, true, true, true, true, true],
+    rows,
+  )
+}
+
+function ratio(a: number | undefined, b: number | undefined): string {
+  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b <= 0)
+    return '-'
+  const r = a / b
+  return `${r >= 10 ? r.toFixed(0) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}x`
+}
+
+/** From the smallest to the largest N that ran: req/s and p50 ratios (and the matches'). */
+function growthTable(results: readonly SearchSizeResult[]): string[] {
+  const ran = results.filter((r) => r.queries.length > 0)
+  const small = ran[0]
+  const large = ran[ran.length - 1]
+  if (!small || !large || small === large) return []
+  const s = count(small.documents)
+  const l = count(large.documents)
+  const rows = small.queries.map((qs) => {
+    const ql = large.queries.find((x) => x.def.key === qs.def.key)
+    return [
+      qs.def.label,
+      ratio(ql?.total, qs.total),
+      fixed(qs.m.reqPerSec, 1),
+      fixed(ql?.m.reqPerSec, 1),
+      ratio(ql?.m.reqPerSec, qs.m.reqPerSec),
+      fixed(qs.m.p50Ms, 2),
+      fixed(ql?.m.p50Ms, 2),
+      ratio(ql?.m.p50Ms, qs.m.p50Ms),
+      fixed(qs.aloneMs, 1),
+      fixed(ql?.aloneMs, 1),
+      ratio(ql?.aloneMs, qs.aloneMs),
+    ]
+  })
+  return [
+    `## Growth from ${s} to ${l} documents (${ratio(large.documents, small.documents)} the data)`,
+    '',
+    'A query that stays flat has req/s, p50 and alone ratios near 1x; one whose cost follows its matches has the p50 and alone ratios near the matches ratio (and the req/s ratio near its inverse).',
+    '',
+    ...markdownTable(
+      [
+        'query',
+        'matches ratio',
+        `req/s ${s}`,
+        `req/s ${l}`,
+        'req/s ratio',
+        `p50 ms ${s}`,
+        `p50 ms ${l}`,
+        'p50 ratio',
+        `alone ms ${s}`,
+        `alone ms ${l}`,
+        'alone ratio',
+      ],
+      [false, true, true, true, true, true, true, true, true, true, true],
+      rows,
+    ),
+    '',
+  ]
+}
+
+function storageSection(results: readonly SearchSizeResult[]): string[] {
+  const large = results.filter((r) => r.info).at(-1)
+  if (!large?.info) return []
+  const { storage, population } = large.info
+  const perRow = (bytes: number) => (bytes / population.indexRows).toFixed(0)
+  return [
+    `## Storage at ${count(large.documents)} documents`,
+    '',
+    ...markdownTable(
+      ['table or index', 'size', 'bytes per index row'],
+      [false, true, true],
+      storage.objects
+        .filter((o) => o.bytes >= 1e6)
+        .map((o) => [
+          o.name,
+          mb(o.bytes),
+          o.name.startsWith('search_index') || o.name.startsWith('sqlite_autoindex_search_index')
+            ? perRow(o.bytes)
+            : '',
+        ]),
+    ),
+    '',
+  ]
+}
+
+function plansSection(results: readonly SearchSizeResult[]): string[] {
+  const ran = results.filter((r) => r.info)
+  const large = ran[ran.length - 1]
+  if (!large?.info) return []
+  const same = (a: SearchPlan | undefined, b: SearchPlan | undefined) =>
+    JSON.stringify(a?.statements.map((s) => s.plan)) ===
+    JSON.stringify(b?.statements.map((s) => s.plan))
+  const lines = [
+    `## Query plans at ${count(large.documents)} documents`,
+    '',
+    `Each search runs two statements (the total, then one sorted page). Captured from the app's own repository code (searchDocuments, admin scopes), each timed once on its own and explained (${large.info.dialect === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'}).`,
+    '',
+  ]
+  for (const plan of large.info.plans) {
+    const differs = ran
+      .filter(
+        (r) =>
+          r !== large &&
+          !same(
+            r.info?.plans.find((p) => p.key === plan.key),
+            plan,
+          ),
+      )
+      .map((r) => count(r.documents))
+    lines.push(
+      `### ${plan.key}${differs.length ? ` (plan differs at ${differs.join(', ')})` : ''}`,
+      '',
+    )
+    for (const st of plan.statements) {
+      lines.push(`${st.role} (${st.ms.toFixed(1)} ms):`, '', '```', ...st.plan, '```', '')
+    }
+  }
+  const sample = large.info.plans.find((p) => p.key === 'and')?.statements
+  if (sample?.length) {
+    lines.push(
+      '### SQL of the `and` query',
+      '',
+      '```sql',
+      ...sample.map((s) => `-- ${s.role}\n${s.sql}`),
+      '```',
+      '',
+    )
+  }
+  return lines
+}
+
+export function searchMarkdown(run: SearchRunInfo, results: readonly SearchSizeResult[]): string {
+  const broken = results.flatMap((r) => [
+    ...(r.error !== undefined ? [`!!! search @ ${r.documents}: ${r.error}`] : []),
+    ...r.queries.filter((q) => isBroken(q.m)).map((q) => formatProblems(q.m)),
+  ])
+  const first = results.find((r) => r.info)?.info
+  return [
+    '# Coffer bench: search',
+    '',
+    `${run.date.toISOString()}, Node ${run.node}, ${run.cpus} CPUs, database ${run.database}.`,
+    `Each query: ${run.warmupS} s warm-up, then ${run.durationS} s with ${run.connections} connections (autocannon, 127.0.0.1, server in a child process), POST /v1/vaults/{v}/search with the admin API key, \`search_option\` as base64 JSON in a form field, per_page 100, full_document false (nothing is decrypted).`,
+    'Numbers from a shared machine are noisy; compare within one run.',
+    '',
+    '## Data',
+    '',
+    'One vault, one schema: `status` (string, 10 values, uniform), `age` (integer 0-99), `name` (two words of 4-9 random lowercase letters), `tags` (1-3 of 20 strings), `joined` (date, 2010-2025), `loc` (geo_point, uniform in a 300 km x 300 km box). Generated from a fixed seed.',
+    "Written straight to the database by the server child before it listens: the vault and schema through the API; each document's content sealed with the real keyring (AES-256-GCM, bound to its vault and id, one encryption per document, as the documents service does); its index rows from `indexValues` over the schema's stored fields; batched multi-row INSERTs (500 documents or 1,000 index rows per statement), one transaction per 5,000 documents. Two documents per N are then checked through the API: read back (decrypted) and re-indexed (POST …/reindex leaves their index rows unchanged).",
+    first?.dialect === 'sqlite'
+      ? 'SQLite: the page cache is raised to 512 MiB while populating only and restored to the default for the measurements; the WAL is checkpointed (TRUNCATE) after. No ANALYZE: the app never runs it. Database size = file + WAL; the per-table sizes come from dbstat.'
+      : 'PostgreSQL: VACUUM ANALYZE after populating (autovacuum would soon do the same); sizes are pg_table_size / pg_relation_size of the schema’s tables and indexes.',
+    '',
+    ...populationTable(results),
+    '',
+    'generate = documents and index rows in JavaScript; seal = keyring encryption; insert = the INSERTs and commits; finish = checkpoint or VACUUM ANALYZE; populate = all of these; child start = spawn to listening (also the API checks and the EXPLAINs).',
+    '',
+    '## Results',
+    '',
+    `matches = data.info.total_result_count; alone ms = one request on an idle server (the second of two); count / page SQL ms = the two statements of one search, each timed once in the child before the load; measured = completed requests and the load's length (BENCH_DURATION, or ${SLOW_ROUNDS} x connections x alone ms for slow queries, at most BENCH_SEARCH_MAX_DURATION = ${run.maxDurationS} s: with ${run.connections} connections on one SQLite connection each request waits for the others, so at 1M documents no request would finish within 5 s). The server is idle (its CPU, and on PostgreSQL its sessions) before each pre-flight and after each warm-up.`,
+    '',
+    ...resultsTable(results),
+    '',
+    ...growthTable(results),
+    ...storageSection(results),
+    ...plansSection(results),
+    ...(broken.length ? ['```', ...broken, '```', ''] : []),
+  ].join('\n')
+}
