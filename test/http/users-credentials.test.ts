@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { PolicyStatement } from '../../src/policy/index.js'

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/lib/clock.js'
 import { b64, buildTestApp, createUser, errorOf, type TestApp, unb64 } from '../helpers/app.js'
