@@ -19,7 +19,8 @@
  * documents, written straight to its database before it listens, and six search queries (plus a
  * one-match control) under autocannon.
  *
- * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search); exits 1 if
+ * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search; on
+ * PostgreSQL bench/results/search-postgres.md); exits 1 if
  * any scenario saw non-2xx responses or errors, a BLOB request failed or came back different,
  * or a search server failed to start.
  */
@@ -54,7 +55,9 @@ import { startBareServer, startCofferServer, startS3Server, stopAll } from './se
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const RESULTS_FILE = join(BENCH_DIR, 'results', 'latest.md')
-const SEARCH_RESULTS_FILE = join(BENCH_DIR, 'results', 'search.md')
+/** The search results, per engine: search.md (SQLite) or search-postgres.md. */
+const searchResultsFile = (pgUrl: string | undefined) =>
+  join(BENCH_DIR, 'results', pgUrl ? 'search-postgres.md' : 'search.md')
 
 function redactUrl(url: string): string {
   try {
@@ -201,8 +204,9 @@ async function main(): Promise<number> {
       },
       search,
     )
-    writeReport(SEARCH_RESULTS_FILE, text)
-    process.stdout.write(`\nwritten to ${relative(process.cwd(), SEARCH_RESULTS_FILE)}\n`)
+    const file = searchResultsFile(pgUrl)
+    writeReport(file, text)
+    process.stdout.write(`\nwritten to ${relative(process.cwd(), file)}\n`)
   }
 
   const broken = [

@@ -35,6 +35,7 @@ import type { SearchPlan, SearchPopulation, SearchStatement, SearchStorage } fro
 import {
   GEO_BOX_KM,
   GEO_CENTER,
+  POPULATE,
   SEARCH_SCHEMA,
   type SearchQueryDef,
   STATUSES,
@@ -42,13 +43,6 @@ import {
 } from './search-queries.js'
 
 type Dialect = 'sqlite' | 'postgres'
-
-/** Documents per transaction; rows per INSERT statement stay well under both engines' limits. */
-const DOCS_PER_TRANSACTION = 5000
-const DOC_ROWS_PER_INSERT = 500
-const INDEX_ROWS_PER_INSERT = 1000
-/** SQLite page cache while populating only (the default 2 MiB makes random index inserts crawl). */
-const POPULATE_CACHE_KIB = 512 * 1024
 
 export interface BenchDocument {
   status: string
@@ -216,19 +210,19 @@ export async function populate(
   if (dialect === 'sqlite') {
     previousCache = (await sql<{ cache_size: number }>`pragma cache_size`.execute(db)).rows[0]
       ?.cache_size
-    await sql.raw(`pragma cache_size = -${POPULATE_CACHE_KIB}`).execute(db)
+    await sql.raw(`pragma cache_size = -${POPULATE.sqliteCacheMiB * 1024}`).execute(db)
   }
   const t = { generate: 0, seal: 0, insert: 0 }
   let indexRows = 0
   const samples: BenchDocument[] = []
   const sampleIds: string[] = []
-  const documentInserts = new ChunkedInsert(DOC_ROWS_PER_INSERT)
-  const indexInserts = new ChunkedInsert(INDEX_ROWS_PER_INSERT)
+  const documentInserts = new ChunkedInsert(POPULATE.documentRowsPerInsert)
+  const indexInserts = new ChunkedInsert(POPULATE.indexRowsPerInsert)
   const started = performance.now()
   let lastLog = started
   try {
     for (let done = 0; done < n; ) {
-      const count = Math.min(DOCS_PER_TRANSACTION, n - done)
+      const count = Math.min(POPULATE.docsPerTransaction, n - done)
       let t0 = performance.now()
       const docs = Array.from({ length: count }, next)
       const ids = docs.map(() => newId())

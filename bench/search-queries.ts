@@ -60,6 +60,17 @@ export const TAGS = [
 export const GEO_CENTER = { lat: 48.85, long: 2.35 } as const
 export const GEO_BOX_KM = 300
 
+/** How the child writes the data (bench/search-data.ts), named here for the report too. */
+export const POPULATE = {
+  /** Documents per transaction. */
+  docsPerTransaction: 5000,
+  /** Rows per multi-row INSERT: well under both engines' parameter limits. */
+  documentRowsPerInsert: 500,
+  indexRowsPerInsert: 1000,
+  /** SQLite page cache while populating only (the default makes random index inserts crawl). */
+  sqliteCacheMiB: 512,
+} as const
+
 export interface SearchQueryDef {
   /** Short, stable key (table rows, plan headings). */
   key: string
