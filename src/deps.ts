@@ -11,10 +11,10 @@ import { AuthzService } from './modules/auth/authz.service.js'
 import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
 import { LoginThrottle } from './modules/auth/login-throttle.js'
-import { noScopedTokens, type ScopedTokenResolver } from './modules/auth/principal.js'
 import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
 import { Indexer } from './modules/search/indexer.js'
@@ -31,7 +31,7 @@ export interface Deps {
   blobs: BlobStore
   hasher: PasswordHasher
   credentials: CredentialsService
-  scopedTokens: ScopedTokenResolver
+  sats: SatsService
   authz: AuthzService
   groups: GroupsService
   users: UsersService
@@ -121,7 +121,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     blobs: options.blobStore,
     hasher,
     credentials,
-    scopedTokens: noScopedTokens,
+    sats: new SatsService(db, clock),
     authz: new AuthzService(groups),
     groups,
     users,

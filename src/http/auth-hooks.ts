@@ -5,11 +5,12 @@ import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
 import type { CredentialsService } from '../modules/auth/credentials.service.js'
 import {
   type Actor,
+  type CredentialKind,
   credentialKind,
   type Principal,
   type ScopedTokenResolver,
 } from '../modules/auth/principal.js'
-import { USER_CREDENTIALS } from './access.js'
+import { type Access, ANY_CREDENTIAL, USER_CREDENTIALS } from './access.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,8 +23,17 @@ declare module 'fastify' {
 
 export interface AuthDeps {
   credentials: CredentialsService
-  scopedTokens: ScopedTokenResolver
+  sats: ScopedTokenResolver
   authz: AuthzService
+}
+
+/**
+ * The credential kinds a route accepts when it names none: policy-checked routes take SATs too
+ * (a SAT's policy and its creator's bound what it may do); `self` routes act on a user's own
+ * session, which a SAT does not have.
+ */
+function acceptedKinds(access: Exclude<Access, { public: true }>): CredentialKind[] {
+  return access.credentials ?? ('policy' in access ? ANY_CREDENTIAL : USER_CREDENTIALS)
 }
 
 /**
@@ -47,7 +57,7 @@ async function authenticate(
 ): Promise<Principal | null> {
   const basic = parseBasic(header)
   if (!basic || basic.user.length > 512 || basic.password.length > 512) return null
-  if (basic.password !== '') return deps.scopedTokens.resolve(basic.user, basic.password)
+  if (basic.password !== '') return deps.sats.resolve(basic.user, basic.password)
   let credential: ActiveCredential | undefined
   let groupPolicies: string[] | undefined
   if (withPolicies) {
@@ -104,7 +114,7 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
     if (!access || 'public' in access) return
     const principal = await authenticate(deps, request.headers.authorization, 'policy' in access)
     if (!principal) throw unauthenticated(access.invalidStatus)
-    const allowed = access.credentials ?? USER_CREDENTIALS
+    const allowed = acceptedKinds(access)
     if (!allowed.includes(credentialKind(principal))) {
       if (access.invalidStatus === 400) throw errors.invalidAuthorization()
       throw errors.credentialKindNotAllowed(allowed.map((k) => k.replace('_', ' ')).join(' or '))
@@ -114,17 +124,24 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
 
   app.addHook('preHandler', async (request: FastifyRequest) => {
     const access = request.routeOptions.config.access
-    if (!access || 'public' in access || 'self' in access) return
+    if (!access || 'public' in access) return
     const principal = request.principal
     if (!principal) throw errors.unauthenticated()
-    const grants = await deps.authz.grantsFor(principal)
-    request.actor = { principal, grants }
-    // A caller whose groups grant nothing gets 401 everywhere, whatever the route's 404 rule.
-    if (grants.isEmpty) throw errors.permissionDenied()
-    if (!grants.satisfies(access.policy(request))) {
-      if (access.deniedStatus === 404)
-        throw new AppError(404, ErrorType.notFound, 'NOT_FOUND', 'Not found')
-      throw errors.permissionDenied()
+    if ('policy' in access) {
+      const grants = await deps.authz.grantsFor(principal)
+      request.actor = { principal, grants }
+      // A caller whose groups grant nothing gets 401 everywhere, whatever the route's 404 rule.
+      if (grants.isEmpty) throw errors.permissionDenied()
+      if (!grants.satisfies(access.policy(request))) {
+        if (access.deniedStatus === 404)
+          throw new AppError(404, ErrorType.notFound, 'NOT_FOUND', 'Not found')
+        throw errors.permissionDenied()
+      }
+    }
+    // A SAT use is taken only for a request that is let through (valid input, permitted), in
+    // one atomic update: past `allowed_uses` every further request is refused, on any node.
+    if (principal.kind === 'sat' && !(await deps.sats.consume(principal))) {
+      throw errors.unauthenticated()
     }
   })
 }

@@ -145,6 +145,27 @@ export interface UserSchemasTable {
   updated_at: string
 }
 
+/** Scoped access tokens; the secret is stored only as a digest. */
+export interface ScopedAccessTokensTable {
+  account_id: string
+  id: string
+  /** The user the token acts for (it never exceeds their current permissions). */
+  creator_id: string
+  /** The SAT that minted this one, or null when a user did. */
+  parent_id: string | null
+  name: string
+  /** JSON array of policy statements. */
+  policy: string
+  /** Exactly as the caller sent it. */
+  not_valid_after: string
+  /** `not_valid_after` as a normalised ISO-8601 UTC text, for comparisons. */
+  expires_at: string
+  allowed_uses: number | null
+  consumed_uses: number
+  secret_digest: string
+  created_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -160,4 +181,5 @@ export interface Database {
   blobs: BlobsTable
   search_index: SearchIndexTable
   user_schemas: UserSchemasTable
+  scoped_access_tokens: ScopedAccessTokensTable
 }

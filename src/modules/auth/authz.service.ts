@@ -22,8 +22,11 @@ export class AuthzService {
       (await this.groups.policyTextsOfUser(principal.accountId, userId))
     const userPolicy = this.#compile(texts)
     if (principal.kind === 'user') return new Grants([userPolicy], { userId })
-    // A SAT is bounded by its creator: both layers must allow.
-    return new Grants([new CompiledPolicy(principal.policy), userPolicy], { userId })
+    // A SAT is bounded by every SAT that minted it and by its creator: every layer must allow.
+    const layers = [principal.policy, ...principal.ancestorPolicies].map(
+      (p) => new CompiledPolicy(p),
+    )
+    return new Grants([...layers, userPolicy], { userId })
   }
 
   #compile(texts: string[]): CompiledPolicy {

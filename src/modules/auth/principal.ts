@@ -37,6 +37,8 @@ export interface SatPrincipal {
   satId: string
   creatorId: string
   policy: PolicyStatement[]
+  /** Policies of the SATs that minted this one, nearest first (empty when a user did). */
+  ancestorPolicies: PolicyStatement[][]
 }
 
 export type Principal = UserPrincipal | SatPrincipal
@@ -51,10 +53,9 @@ export interface Actor {
   grants: Grants
 }
 
-/** Resolves a SAT's `http_auth` pair to a principal; the SAT feature supplies the storage. */
+/** Resolves a SAT's `http_auth` pair to a principal, and takes a use once a request is let in. */
 export interface ScopedTokenResolver {
-  resolve(satId: string, secret: string): Promise<SatPrincipal | null>
+  resolve(username: string, secret: string): Promise<SatPrincipal | null>
+  /** One use, atomically; false when none is left (or the token expired meanwhile). */
+  consume(principal: SatPrincipal): Promise<boolean>
 }
-
-/** Until SAT storage exists no SAT is valid, so every SAT credential is refused. */
-export const noScopedTokens: ScopedTokenResolver = { resolve: async () => null }

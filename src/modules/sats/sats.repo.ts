@@ -1,0 +1,112 @@
+import { sql } from 'kysely'
+import type { Executor } from '../../store/executor.js'
+import type { ScopedAccessTokensTable } from '../../store/schema.js'
+
+export type SatRow = ScopedAccessTokensTable
+
+/** A SAT with the status of the user it acts for, as authentication needs it. */
+export interface SatWithCreator extends SatRow {
+  creator_status: string
+}
+
+/** Which SATs a caller manages: a user, those made for them; a SAT, those it minted itself. */
+export type SatOwner = { creatorId: string } | { parentId: string }
+
+export async function insert(db: Executor, row: SatRow): Promise<void> {
+  await db.insertInto('scoped_access_tokens').values(row).execute()
+}
+
+/** Looked up by id alone: `http_auth.username` carries no account. */
+export async function findWithCreator(
+  db: Executor,
+  id: string,
+): Promise<SatWithCreator | undefined> {
+  return db
+    .selectFrom('scoped_access_tokens as s')
+    .innerJoin('users as u', (j) =>
+      j.onRef('u.account_id', '=', 's.account_id').onRef('u.id', '=', 's.creator_id'),
+    )
+    .selectAll('s')
+    .select('u.status as creator_status')
+    .where('s.id', '=', id)
+    .executeTakeFirst()
+}
+
+export async function find(db: Executor, accountId: string, id: string) {
+  return db
+    .selectFrom('scoped_access_tokens')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/**
+ * One use, atomically: the row changes only while the token is unexpired and has uses left, so
+ * concurrent requests on any number of nodes can never together exceed `allowed_uses` (each
+ * engine re-checks the condition against the latest row version before updating it).
+ */
+export async function consumeUse(
+  db: Executor,
+  accountId: string,
+  id: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('scoped_access_tokens')
+    .set({ consumed_uses: sql`consumed_uses + 1` })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('expires_at', '>', now)
+    .where((eb) =>
+      eb.or([eb('allowed_uses', 'is', null), eb('consumed_uses', '<', eb.ref('allowed_uses'))]),
+    )
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}
+
+function owned(db: Executor, accountId: string, owner: SatOwner) {
+  const q = db.selectFrom('scoped_access_tokens').where('account_id', '=', accountId)
+  return 'creatorId' in owner
+    ? q.where('creator_id', '=', owner.creatorId)
+    : q.where('parent_id', '=', owner.parentId)
+}
+
+export async function listOwned(
+  db: Executor,
+  accountId: string,
+  owner: SatOwner,
+  page: number,
+  perPage: number,
+): Promise<{ rows: SatRow[]; total: number }> {
+  const rows = await owned(db, accountId, owner)
+    .selectAll()
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(perPage)
+    .offset((page - 1) * perPage)
+    .execute()
+  const count = await owned(db, accountId, owner)
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .executeTakeFirstOrThrow()
+  return { rows, total: Number(count.n) }
+}
+
+export async function findOwned(
+  db: Executor,
+  accountId: string,
+  owner: SatOwner,
+  id: string,
+): Promise<SatRow | undefined> {
+  return owned(db, accountId, owner).selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/** Deletes the SAT; its descendants go with it (foreign key, on delete cascade). */
+export async function remove(db: Executor, accountId: string, id: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('scoped_access_tokens')
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
+}

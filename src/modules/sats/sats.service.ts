@@ -1,0 +1,211 @@
+import { digestSecret, randomSecret, safeEqual } from '../../crypto/secrets.js'
+import type { Clock } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { isUuid, newId } from '../../lib/ids.js'
+import { parseFutureTime } from '../../lib/input.js'
+import type { PolicyStatement } from '../../policy/index.js'
+import type { Executor } from '../../store/executor.js'
+import type { Principal, SatPrincipal, ScopedTokenResolver } from '../auth/principal.js'
+import { validatePolicy } from '../groups/groups.service.js'
+import * as repo from './sats.repo.js'
+
+export const SAT_PREFIX = 'sat-'
+export const MAX_SAT_NAME = 100
+/** A SAT minted by a SAT minted by …: the chain is walked on every request, so it is bounded. */
+export const MAX_SAT_DEPTH = 8
+const MAX_ALLOWED_USES = 2_147_483_647
+/** Users whose credentials still act (as for API keys and access tokens). */
+const USABLE_CREATOR = new Set(['ACTIVATED', 'PENDING'])
+
+/** A SAT as every endpoint shows it; `http_auth` is added only in the creation response. */
+export interface SatView {
+  id: string
+  name: string
+  policy: PolicyStatement[]
+  not_valid_after: string
+  allowed_uses: number | null
+  consumed_uses: number
+}
+
+export interface CreatedSat extends SatView {
+  http_auth: { username: string; password: string }
+}
+
+export interface SatInput {
+  name?: unknown
+  policy?: unknown
+  not_valid_after?: unknown
+  allowed_uses?: unknown
+}
+
+/**
+ * Scoped access tokens: creation, management, and authentication of their `http_auth` pairs.
+ * A SAT's grants are its own policy, every ancestor's (when a SAT minted it) and its creator's
+ * current group policies, all of which must allow (modules/auth/authz.service.ts).
+ */
+export class SatsService implements ScopedTokenResolver {
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(principal: Principal, input: SatInput): Promise<CreatedSat> {
+    const now = this.clock.now()
+    const name = validateName(input.name)
+    const policy = validatePolicy(input.policy)
+    const notValidAfter = validateExpiry(input.not_valid_after, now)
+    const allowedUses = validateAllowedUses(input.allowed_uses)
+    if (principal.kind === 'sat' && principal.ancestorPolicies.length + 1 >= MAX_SAT_DEPTH) {
+      throw errors.badRequest(
+        'SAT_CHAIN_TOO_DEEP',
+        `A scoped access token can be minted through at most ${MAX_SAT_DEPTH} tokens`,
+      )
+    }
+    const secret = randomSecret()
+    const row: repo.SatRow = {
+      account_id: principal.accountId,
+      id: newId(now.getTime()),
+      creator_id: principal.kind === 'sat' ? principal.creatorId : principal.userId,
+      parent_id: principal.kind === 'sat' ? principal.satId : null,
+      name,
+      policy: JSON.stringify(policy),
+      not_valid_after: notValidAfter.text,
+      expires_at: notValidAfter.iso,
+      allowed_uses: allowedUses,
+      consumed_uses: 0,
+      secret_digest: digestSecret(secret),
+      created_at: now.toISOString(),
+    }
+    await repo.insert(this.db, row)
+    return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password: secret } }
+  }
+
+  async list(principal: Principal, page: number, perPage: number) {
+    const { rows, total } = await repo.listOwned(
+      this.db,
+      principal.accountId,
+      ownerOf(principal),
+      page,
+      perPage,
+    )
+    return { items: rows.map(view), page, per_page: perPage, total }
+  }
+
+  async get(principal: Principal, tokenId: string): Promise<SatView> {
+    const row = await repo.findOwned(this.db, principal.accountId, ownerOf(principal), tokenId)
+    if (!row) throw errors.notFound('Scoped access token')
+    return view(row)
+  }
+
+  /** Revokes at once: the next request with it (or with any SAT it minted) is refused. */
+  async delete(principal: Principal, tokenId: string): Promise<void> {
+    const row = await repo.findOwned(this.db, principal.accountId, ownerOf(principal), tokenId)
+    if (!row || !(await repo.remove(this.db, principal.accountId, row.id))) {
+      throw errors.notFound('Scoped access token')
+    }
+  }
+
+  /**
+   * `http_auth` → principal, or null when the pair is wrong or the token (or an ancestor) is
+   * deleted, expired, used up, or its creator can no longer act. Nothing is consumed here: a use
+   * is taken by `consume` once the request is let through.
+   */
+  async resolve(username: string, password: string): Promise<SatPrincipal | null> {
+    const id = satIdOf(username)
+    if (!id) return null
+    const row = await repo.findWithCreator(this.db, id)
+    // The digest comparison runs even for an unknown id, so timing does not tell ids apart.
+    const matches = safeEqual(row?.secret_digest ?? '', digestSecret(password))
+    if (!row || !matches) return null
+    const now = this.clock.now().toISOString()
+    if (!isLive(row, now) || !USABLE_CREATOR.has(row.creator_status)) return null
+    const ancestorPolicies: PolicyStatement[][] = []
+    for (let parentId = row.parent_id; parentId !== null; ) {
+      const parent = await repo.find(this.db, row.account_id, parentId)
+      // An ancestor that is gone or expired has no permissions left to lend.
+      if (!parent || parent.expires_at <= now || ancestorPolicies.length >= MAX_SAT_DEPTH)
+        return null
+      ancestorPolicies.push(JSON.parse(parent.policy))
+      parentId = parent.parent_id
+    }
+    return {
+      kind: 'sat',
+      accountId: row.account_id,
+      satId: row.id,
+      creatorId: row.creator_id,
+      policy: JSON.parse(row.policy),
+      ancestorPolicies,
+    }
+  }
+
+  /** Takes one use; false when a concurrent request took the last one or it just expired. */
+  consume(principal: SatPrincipal): Promise<boolean> {
+    return repo.consumeUse(
+      this.db,
+      principal.accountId,
+      principal.satId,
+      this.clock.now().toISOString(),
+    )
+  }
+}
+
+function isLive(row: repo.SatRow, now: string): boolean {
+  if (row.expires_at <= now) return false
+  return row.allowed_uses === null || row.consumed_uses < row.allowed_uses
+}
+
+function ownerOf(principal: Principal): repo.SatOwner {
+  return principal.kind === 'sat' ? { parentId: principal.satId } : { creatorId: principal.userId }
+}
+
+/** `sat-<uuid>` (the form `http_auth.username` has) → the id. */
+export function satIdOf(username: string): string | null {
+  if (!username.toLowerCase().startsWith(SAT_PREFIX)) return null
+  const id = username.slice(SAT_PREFIX.length).toLowerCase()
+  return isUuid(id) ? id : null
+}
+
+function view(row: repo.SatRow): SatView {
+  return {
+    id: row.id,
+    name: row.name,
+    policy: JSON.parse(row.policy),
+    not_valid_after: row.not_valid_after,
+    allowed_uses: row.allowed_uses === null ? null : Number(row.allowed_uses),
+    consumed_uses: Number(row.consumed_uses),
+  }
+}
+
+function validateName(value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '')
+    throw errors.invalidField('name', 'is required')
+  if (value.length > MAX_SAT_NAME)
+    throw errors.invalidField('name', `must be at most ${MAX_SAT_NAME} characters`)
+  if (/\p{Cc}/u.test(value))
+    throw errors.invalidField('name', 'must not contain control characters')
+  return value
+}
+
+/** ISO 8601 in zulu time (spec); kept verbatim for display, normalised for comparisons. */
+function validateExpiry(value: unknown, now: Date): { text: string; iso: string } {
+  if (value === undefined || value === null || value === '')
+    throw errors.invalidField('not_valid_after', 'is required')
+  const iso = parseFutureTime(value, 'not_valid_after', now)
+  const text = (value as string).trim()
+  if (!/T.*Z$/i.test(text))
+    throw errors.invalidField('not_valid_after', 'must be an ISO 8601 time in UTC ending in Z')
+  return { text, iso }
+}
+
+/** Absent or null: no limit (the SDK omits it; a listing can show null, spec). */
+function validateAllowedUses(value: unknown): number | null {
+  if (value === undefined || value === null) return null
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < 1 ||
+    value > MAX_ALLOWED_USES
+  )
+    throw errors.invalidField('allowed_uses', `must be an integer from 1 to ${MAX_ALLOWED_USES}`)
+  return value
+}
