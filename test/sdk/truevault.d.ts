@@ -168,6 +168,15 @@ declare module 'truevault' {
     searchUsers(
       searchOption: Record<string, unknown>,
     ): Promise<TrueVaultClient.SearchResult<TrueVaultClient.UserHit>>
+    createScopedAccessToken(
+      name: string,
+      policy: TrueVaultClient.PolicyStatement[],
+      notValidAfter?: Date,
+      allowedUses?: number,
+    ): Promise<TrueVaultClient.ScopedAccessToken>
+    getScopedAccessToken(tokenId: string): Promise<TrueVaultClient.ScopedAccessToken>
+    listScopedAccessTokens(): Promise<TrueVaultClient.ScopedAccessToken[]>
+    deleteScopedAccessToken(tokenId: string): Promise<undefined>
   }
 
   namespace TrueVaultClient {
@@ -282,6 +291,15 @@ declare module 'truevault' {
       id: string
       attributes?: unknown
       [key: string]: unknown
+    }
+    interface ScopedAccessToken {
+      id: string
+      name: string
+      policy: PolicyStatement[]
+      not_valid_after: string
+      allowed_uses: number | null
+      consumed_uses: number
+      http_auth?: { username: string; password: string }
     }
     /** What the SDK throws when the body says `result: "error"`. */
     interface ApiError extends Error {
