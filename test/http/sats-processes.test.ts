@@ -9,6 +9,8 @@ import {
 } from '../helpers/processes.js'
 import { testDialect } from '../helpers/store.js'
 
+type Sat = { id: string; consumed_uses: number; http_auth: { username: string; password: string } }
+
 /**
  * Two `coffer serve` processes on one database (design.md, Scaling out): a SAT's
  * `allowed_uses` holds across nodes because each use is one atomic conditional update.
@@ -31,7 +33,7 @@ describe(`two server processes on one ${testDialect} database`, () => {
       headers: { authorization: basicHeader(apiKey), 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'shared' }),
     })
-    vaultId = (await res.json()).vault.id
+    vaultId = ((await res.json()) as { vault: { id: string } }).vault.id
   }, 60_000)
 
   afterAll(async () => {
@@ -51,7 +53,7 @@ describe(`two server processes on one ${testDialect} database`, () => {
           allowed_uses: 3,
         }),
       })
-      const sat = (await created.json()).scoped_access_token
+      const sat = ((await created.json()) as { scoped_access_token: Sat }).scoped_access_token
       const auth = basicHeader(sat.http_auth.username, sat.http_auth.password)
       const statuses = await Promise.all(
         Array.from({ length: 50 }, async (_, i) => {
@@ -68,7 +70,9 @@ describe(`two server processes on one ${testDialect} database`, () => {
       const read = await fetch(`${servers[1]?.url}/v1/scoped_access_tokens/${sat.id}`, {
         headers: { authorization: basicHeader(apiKey) },
       })
-      expect((await read.json()).scoped_access_token.consumed_uses).toBe(3)
+      expect(
+        ((await read.json()) as { scoped_access_token: Sat }).scoped_access_token.consumed_uses,
+      ).toBe(3)
     }
   })
 })
