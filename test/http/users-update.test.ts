@@ -375,3 +375,43 @@ describe('PUT /v1/users/{id}', () => {
     })
   })
 })
+
+describe('PUT /v1/users/{id} with only a password grant', () => {
+  let t: TestApp
+
+  beforeAll(async () => {
+    t = await buildTestApp()
+  })
+  afterAll(() => t.close())
+
+  it('sets the password when it is the only field, and nothing else', async () => {
+    const target = await createUser(t, { password: PASSWORD })
+    const resetter = await createUser(t, {
+      policy: [{ Resources: [`User::${target.id}::Password`], Activities: 'U' }],
+    })
+    const ok = await t.api.put(`/v1/users/${target.id}`, {
+      auth: resetter.apiKey,
+      multipart: { password: NEW_PASSWORD },
+    })
+    expect(ok.statusCode).toBe(200)
+    const login = await t.api.post('/v1/auth/login', {
+      form: { account_id: t.admin.account_id, username: target.username, password: NEW_PASSWORD },
+    })
+    expect(login.statusCode).toBe(200)
+    for (const form of [
+      { password: PASSWORD, username: 'renamed' },
+      { password: PASSWORD, status: 'LOCKED' },
+      { username: 'renamed' },
+    ]) {
+      const res = await t.api.put(`/v1/users/${target.id}`, { auth: resetter.apiKey, form })
+      expect(res.statusCode).toBe(401)
+      expect(errorOf(res).code).toBe('PERMISSION_DENIED')
+    }
+    const other = await createUser(t, { password: PASSWORD })
+    const denied = await t.api.put(`/v1/users/${other.id}`, {
+      auth: resetter.apiKey,
+      form: { password: NEW_PASSWORD },
+    })
+    expect(denied.statusCode).toBe(401)
+  })
+})

@@ -32,6 +32,22 @@ const param = (req: FastifyRequest) => (req.params as { user_id: string }).user_
 const onUser =
   (activity: 'R' | 'U' | 'D') =>
   (req: FastifyRequest): Requirement => ({ activity, resource: userRes(param(req)) })
+/** Setting a password: U on `User::ID::Password` or on the user itself (spec, policy table). */
+const onPassword = (req: FastifyRequest): Requirement => ({
+  anyOf: [
+    { activity: 'U', resource: resource('User', param(req), 'Password') },
+    { activity: 'U', resource: userRes(param(req)) },
+  ],
+})
+/**
+ * The SDK's `updateUserPassword` sends the password alone to the general update: that needs only
+ * the password grant (a password reset token holds no other), any other field the user grant.
+ */
+const onUserUpdate = (req: FastifyRequest): Requirement => {
+  const body = (req.body ?? {}) as Record<string, unknown>
+  const fields = Object.keys(body).filter((k) => body[k] !== undefined)
+  return fields.length === 1 && fields[0] === 'password' ? onPassword(req) : onUser('U')(req)
+}
 
 /** Optional base64 attributes of a form: absent or empty means "not given". */
 function attributesOf(value: string | undefined): unknown {
@@ -229,7 +245,7 @@ export async function userRoutes(
         body: UpdateUserForm,
         response: UserV1Response,
       },
-      config: { form: true, access: { policy: onUser('U') } },
+      config: { form: true, access: { policy: onUserUpdate } },
     },
     async (req) => {
       const b = req.body
@@ -266,14 +282,7 @@ export async function userRoutes(
         response: UserV1Response,
       },
       config: {
-        access: {
-          policy: (req) => ({
-            anyOf: [
-              { activity: 'U', resource: resource('User', param(req), 'Password') },
-              { activity: 'U', resource: userRes(param(req)) },
-            ],
-          }),
-        },
+        access: { policy: onPassword },
       },
     },
     async (req) => {
