@@ -33,6 +33,8 @@ export interface RecordedRequest {
   json?: unknown
   /** The body parsed as a form, when urlencoded: each field with all its values in order. */
   form?: Record<string, string[]>
+  /** What the stand-in answered (absent when it dropped the connection). */
+  reply?: { status: number; headers: Record<string, string>; body: string }
 }
 
 export interface ScriptedAnswer {
@@ -237,7 +239,7 @@ function record(req: IncomingMessage, raw: string): RecordedRequest {
   return recorded
 }
 
-function send(res: ServerResponse, reply: Reply): void {
+function send(res: ServerResponse, reply: Reply, recorded: RecordedRequest): void {
   const body =
     reply.body === undefined
       ? ''
@@ -247,6 +249,7 @@ function send(res: ServerResponse, reply: Reply): void {
   const headers: Record<string, string> = { ...(reply.headers ?? {}) }
   if (body !== '' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
     headers['content-type'] = typeof reply.body === 'string' ? 'text/plain' : 'application/json'
+  recorded.reply = { status: reply.status, headers, body }
   res.writeHead(reply.status, headers)
   res.end(body)
 }
@@ -290,12 +293,12 @@ export async function startProviderStandIn(): Promise<ProviderStandIn> {
             ? imitateTwilio(recorded, twilioAccounts)
             : { status: 404, body: 'no such provider' }
       if (!answer?.delayMs) {
-        send(res, reply)
+        send(res, reply, recorded)
         return
       }
       const timer = setTimeout(() => {
         timers.delete(timer)
-        if (!res.destroyed) send(res, reply)
+        if (!res.destroyed) send(res, reply, recorded)
       }, answer.delayMs)
       timers.add(timer)
     })
