@@ -107,25 +107,23 @@ function baseUrl(
 }
 
 function providers(env: NodeJS.ProcessEnv, problems: string[]): ProviderConfig {
-  const timeout = Number(env.COFFER_PROVIDER_TIMEOUT_MS || DEFAULT_PROVIDERS.timeoutMs)
-  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 120_000) {
+  const sendgridBaseUrl = baseUrl(
+    'COFFER_SENDGRID_BASE_URL',
+    env.COFFER_SENDGRID_BASE_URL,
+    DEFAULT_PROVIDERS.sendgridBaseUrl,
+    problems,
+  )
+  const twilioBaseUrl = baseUrl(
+    'COFFER_TWILIO_BASE_URL',
+    env.COFFER_TWILIO_BASE_URL,
+    DEFAULT_PROVIDERS.twilioBaseUrl,
+    problems,
+  )
+  const timeoutMs = Number(env.COFFER_PROVIDER_TIMEOUT_MS || DEFAULT_PROVIDERS.timeoutMs)
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 120_000) {
     problems.push('COFFER_PROVIDER_TIMEOUT_MS must be an integer from 1 to 120000')
   }
-  return {
-    sendgridBaseUrl: baseUrl(
-      'COFFER_SENDGRID_BASE_URL',
-      env.COFFER_SENDGRID_BASE_URL,
-      DEFAULT_PROVIDERS.sendgridBaseUrl,
-      problems,
-    ),
-    twilioBaseUrl: baseUrl(
-      'COFFER_TWILIO_BASE_URL',
-      env.COFFER_TWILIO_BASE_URL,
-      DEFAULT_PROVIDERS.twilioBaseUrl,
-      problems,
-    ),
-    timeoutMs: timeout,
-  }
+  return { sendgridBaseUrl, twilioBaseUrl, timeoutMs }
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
