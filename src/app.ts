@@ -11,6 +11,7 @@ import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
+import { messagingRoutes } from './modules/messaging/messaging.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
 import { searchRoutes } from './modules/search/search.routes.js'
@@ -133,5 +134,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await schemaRoutes(app, deps.schemas, deps.userSchemas)
   await searchRoutes(app, deps.search)
   await satRoutes(app, deps.sats)
+  await messagingRoutes(app, deps.messaging)
   return app
 }

@@ -27,6 +27,8 @@ export interface Config {
   /** Folder of the filesystem blob store. */
   blobDir: string
   s3: S3Config | undefined
+  /** Where messages go (SendGrid, Twilio): operator configuration, never caller-supplied. */
+  providers: ProviderConfig
 }
 
 export interface S3Config {
@@ -38,6 +40,21 @@ export interface S3Config {
   forcePathStyle: boolean
   prefix: string
 }
+
+export interface ProviderConfig {
+  /** Base URL of SendGrid's v3 API, without a trailing slash. */
+  sendgridBaseUrl: string
+  /** Base URL of Twilio's REST API, without a trailing slash. */
+  twilioBaseUrl: string
+  /** Bound on each provider call, connect to last byte. */
+  timeoutMs: number
+}
+
+export const DEFAULT_PROVIDERS: ProviderConfig = Object.freeze({
+  sendgridBaseUrl: 'https://api.sendgrid.com',
+  twilioBaseUrl: 'https://api.twilio.com',
+  timeoutMs: 10_000,
+})
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -60,6 +77,53 @@ function flag(name: string, raw: string | undefined, problems: string[]): boolea
   if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false
   problems.push(`${name} must be true or false`)
   return false
+}
+
+/** An http(s) base URL without credentials, query or fragment; the trailing slash is dropped. */
+function baseUrl(
+  name: string,
+  raw: string | undefined,
+  fallback: string,
+  problems: string[],
+): string {
+  if (raw === undefined || raw === '') return fallback
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    problems.push(`${name} must be an http(s) URL`)
+    return fallback
+  }
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
+    problems.push(`${name} must be an http(s) URL without credentials, query or fragment`)
+  }
+  return url.href.replace(/\/+$/, '')
+}
+
+function providers(env: NodeJS.ProcessEnv, problems: string[]): ProviderConfig {
+  const sendgridBaseUrl = baseUrl(
+    'COFFER_SENDGRID_BASE_URL',
+    env.COFFER_SENDGRID_BASE_URL,
+    DEFAULT_PROVIDERS.sendgridBaseUrl,
+    problems,
+  )
+  const twilioBaseUrl = baseUrl(
+    'COFFER_TWILIO_BASE_URL',
+    env.COFFER_TWILIO_BASE_URL,
+    DEFAULT_PROVIDERS.twilioBaseUrl,
+    problems,
+  )
+  const timeoutMs = Number(env.COFFER_PROVIDER_TIMEOUT_MS || DEFAULT_PROVIDERS.timeoutMs)
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 120_000) {
+    problems.push('COFFER_PROVIDER_TIMEOUT_MS must be an integer from 1 to 120000')
+  }
+  return { sendgridBaseUrl, twilioBaseUrl, timeoutMs }
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -122,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     blobStore: blobStore as Config['blobStore'],
     blobDir: join(dataDir, 'blobs'),
     s3,
+    providers: providers(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -1,7 +1,7 @@
 import type { BlobStore } from './blob/blob-store.js'
 import { FsBlobStore } from './blob/fs-blob-store.js'
 import { S3BlobStore } from './blob/s3-blob-store.js'
-import type { Config } from './config.js'
+import { type Config, DEFAULT_PROVIDERS, type ProviderConfig } from './config.js'
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
 import { PasswordHasher, type PasswordHasherOptions } from './crypto/passwords.js'
@@ -14,6 +14,7 @@ import { LoginThrottle } from './modules/auth/login-throttle.js'
 import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
 import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
@@ -43,6 +44,9 @@ export interface Deps {
   blobService: BlobsService
   schemas: SchemasService
   userSchemas: UserSchemaService
+  sendgrid: SendGridClient
+  twilio: TwilioClient
+  messaging: MessagingService
 }
 
 export interface DepsOptions {
@@ -54,6 +58,8 @@ export interface DepsOptions {
   onCleanupError?: (error: unknown, objectKey: string) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
+  /** Provider base URLs and timeout (tests point them at a local stand-in). */
+  providers?: ProviderConfig
 }
 
 /** The blob store the configuration names. */
@@ -114,6 +120,15 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
   const throttle = new LoginThrottle(db, clock)
+  const providers = options.providers ?? DEFAULT_PROVIDERS
+  const sendgrid = new SendGridClient({
+    baseUrl: providers.sendgridBaseUrl,
+    timeoutMs: providers.timeoutMs,
+  })
+  const twilio = new TwilioClient({
+    baseUrl: providers.twilioBaseUrl,
+    timeoutMs: providers.timeoutMs,
+  })
   return {
     store,
     clock,
@@ -141,5 +156,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       users,
       options.onCleanupError,
     ),
+    sendgrid,
+    twilio,
+    messaging: new MessagingService(users, sendgrid, twilio),
   }
 }

@@ -40,6 +40,7 @@ async function start(config: Config, log: (msg: object, text: string) => void) {
   const deps = createDeps(store, {
     masterKey: key,
     blobStore: blobStoreFor(config),
+    providers: config.providers,
     // An object whose row is gone but that could not be deleted is garbage, never data loss.
     onCleanupError: (error, objectKey) =>
       log(

@@ -7,6 +7,7 @@ interface Rendered {
   type: string
   code: string
   message: string
+  providerError?: Record<string, unknown> | undefined
 }
 
 /** A validation error names the field: `body/username must NOT have fewer than 1 characters`. */
@@ -24,7 +25,13 @@ function validationMessage(error: FastifyError): string {
 
 function render(error: FastifyError | AppError | Error): Rendered {
   if (error instanceof AppError) {
-    return { status: error.statusCode, type: error.type, code: error.code, message: error.message }
+    return {
+      status: error.statusCode,
+      type: error.type,
+      code: error.code,
+      message: error.message,
+      providerError: error.providerError,
+    }
   }
   if (error instanceof IntegrityError) {
     // Fail closed: tampered, moved or undecryptable data is never served, and says so.
@@ -72,7 +79,12 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rende
       .send({
         result: 'error',
         transaction_id: request.id,
-        error: { message: r.message, type: r.type, code: r.code },
+        error: {
+          message: r.message,
+          type: r.type,
+          code: r.code,
+          ...(r.providerError ? { provider_error: r.providerError } : {}),
+        },
       })
   )
 }

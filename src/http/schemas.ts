@@ -11,6 +11,9 @@ export const ErrorEnvelope = Type.Object(
       message: Type.String(),
       type: Type.String(),
       code: Type.String(),
+      provider_error: Type.Optional(
+        Type.Unknown({ description: "messaging: the provider's own error detail" }),
+      ),
     }),
   },
   { $id: 'ErrorEnvelope', description: 'Every error response' },

@@ -3,15 +3,22 @@
  * `{result: "error", transaction_id, error: {message, type, code}}`; `cause` is logged, never sent.
  */
 export class AppError extends Error {
+  /** A provider's own error detail, sent as `error.provider_error` (spec, messaging). */
+  declare readonly providerError?: Record<string, unknown>
+
   constructor(
     readonly statusCode: number,
     readonly type: string,
     readonly code: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; providerError?: Record<string, unknown> },
   ) {
     super(message, options)
     this.name = 'AppError'
+    // Not enumerable, so an error logged with its fields never carries it: a provider's error
+    // text can quote the phone number or address it refused.
+    if (options?.providerError)
+      Object.defineProperty(this, 'providerError', { value: options.providerError })
   }
 }
 
@@ -24,6 +31,8 @@ export const ErrorType = {
   rateLimit: 'rate_limit_error',
   unavailable: 'service_unavailable',
   api: 'api_error',
+  /** The spec's type for a messaging provider's failure. */
+  requestFailed: 'request_failed',
 } as const
 
 export const errors = {

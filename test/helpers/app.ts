@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildApp } from '../../src/app.js'
+import { type AppOptions, buildApp } from '../../src/app.js'
 import type { BlobStore } from '../../src/blob/blob-store.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import type { ProviderConfig } from '../../src/config.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import type { Clock } from '../../src/lib/clock.js'
@@ -35,6 +36,17 @@ export interface TestAppOptions {
   /** Default: a filesystem store in a fresh temp folder. */
   blobStore?: BlobStore
   masterKey?: MasterKey
+  /** Messaging providers (see helpers/providers.ts); default: nowhere (see NO_PROVIDERS). */
+  providers?: ProviderConfig
+  /** The app's logger (tests that read what is logged); default: none. */
+  logger?: AppOptions['logger']
+}
+
+/** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
+export const NO_PROVIDERS: ProviderConfig = {
+  sendgridBaseUrl: 'http://127.0.0.1:9',
+  twilioBaseUrl: 'http://127.0.0.1:9',
+  timeoutMs: 2000,
 }
 
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -45,8 +57,9 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     blobStore: options.blobStore ?? new FsBlobStore(blobDir),
     argon2: TEST_ARGON2,
     ...(options.clock ? { clock: options.clock } : {}),
+    providers: options.providers ?? NO_PROVIDERS,
   })
-  const app = await buildApp(deps)
+  const app = await buildApp(deps, options.logger ? { logger: options.logger } : {})
   await app.ready()
   const api = new Api(app)
   const newAccount = async (): Promise<Admin> => {

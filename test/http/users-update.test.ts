@@ -398,11 +398,12 @@ describe('PUT /v1/users/{id} with only a password grant', () => {
       form: { account_id: t.admin.account_id, username: target.username, password: NEW_PASSWORD },
     })
     expect(login.statusCode).toBe(200)
-    for (const form of [
+    const forms: Record<string, string>[] = [
       { password: PASSWORD, username: 'renamed' },
       { password: PASSWORD, status: 'LOCKED' },
       { username: 'renamed' },
-    ]) {
+    ]
+    for (const form of forms) {
       const res = await t.api.put(`/v1/users/${target.id}`, { auth: resetter.apiKey, form })
       expect(res.statusCode).toBe(401)
       expect(errorOf(res).code).toBe('PERMISSION_DENIED')

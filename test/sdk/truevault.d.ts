@@ -177,6 +177,29 @@ declare module 'truevault' {
     getScopedAccessToken(tokenId: string): Promise<TrueVaultClient.ScopedAccessToken>
     listScopedAccessTokens(): Promise<TrueVaultClient.ScopedAccessToken[]>
     deleteScopedAccessToken(tokenId: string): Promise<undefined>
+    /** JSON `POST v1/users/{id}/message/email` with provider SENDGRID; resolves `provider_message_id`. */
+    sendEmailSendgrid(
+      sendgridApiKey: string,
+      userId: string,
+      sendgridTemplateId: string,
+      fromEmailSpecifier: TrueVaultClient.ValueSpec,
+      toEmailSpecifier: TrueVaultClient.ValueSpec,
+      substitutions?: Record<string, TrueVaultClient.ValueSpec>,
+    ): Promise<string>
+    /**
+     * JSON `POST v1/users/{id}/message/sms` with provider TWILIO (`auth: {account_sid, username:
+     * keySid, password: keySecret}`, `media_urls: mediaURLs || []`); resolves `provider_message_id`.
+     */
+    sendSMSTwilio(
+      twilioAccountSid: string,
+      twilioKeySid: string,
+      twilioKeySecret: string,
+      userId: string,
+      fromNumberSpecifier: TrueVaultClient.ValueSpec,
+      toNumberSpecifier: TrueVaultClient.ValueSpec,
+      messageBody: string,
+      mediaURLs?: TrueVaultClient.ValueSpec[],
+    ): Promise<string>
   }
 
   namespace TrueVaultClient {
@@ -301,9 +324,14 @@ declare module 'truevault' {
       consumed_uses: number
       http_auth?: { username: string; password: string }
     }
+    /** A messaging value specifier. */
+    type ValueSpec =
+      | { literal_value: string }
+      | { user_attribute: string }
+      | { system_field: string }
     /** What the SDK throws when the body says `result: "error"`. */
     interface ApiError extends Error {
-      error: { code: unknown; message: unknown; type: unknown }
+      error: { code: unknown; message: unknown; type: unknown; provider_error?: unknown }
       transaction_id: unknown
     }
   }

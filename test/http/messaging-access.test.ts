@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { PolicyStatement } from '../../src/policy/index.js'
+import { buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
+import { emailBody, sendEmail, sendSms, smsBody, userWith } from '../helpers/messaging.js'
+import { type ProviderStandIn, startProviderStandIn } from '../helpers/providers.js'
+
+/**
+ * Who may message whom: C on `User::<id>::Message` (or `User::.*::Message`), through an API key
+ * or an access token; refusals come before any provider call.
+ */
+describe('messaging: access', () => {
+  let standIn: ProviderStandIn
+  let t: TestApp
+  let target: { id: string; username: string }
+
+  const attributes = { email: 'target@example.com', phone: '+15558675309', name: 'T' }
+  const both = async (userId: string, auth: string) => [
+    await sendEmail(t, userId, emailBody(), auth),
+    await sendSms(t, userId, smsBody(), auth),
+  ]
+  const caller = async (policy: PolicyStatement[]) => (await createUser(t, { policy })).apiKey
+
+  beforeAll(async () => {
+    standIn = await startProviderStandIn()
+    t = await buildTestApp({ providers: standIn.config() })
+    target = await userWith(t, attributes)
+  })
+  afterAll(async () => {
+    await t?.close()
+    await standIn?.close()
+  })
+  beforeEach(() => standIn.reset())
+
+  it.each([
+    [
+      'the exact resource',
+      (id: string) => [{ Resources: [`User::${id}::Message`], Activities: 'C' }],
+    ],
+    ['any user', () => [{ Resources: ['User::.*::Message'], Activities: 'C' }]],
+  ])('C on %s allows both endpoints', async (_label, policy) => {
+    const key = await caller(policy(target.id))
+    for (const res of await both(target.id, key)) expect(res.statusCode, res.body).toBe(200)
+    expect(standIn.requests.map((r) => r.provider)).toEqual(['sendgrid', 'twilio'])
+  })
+
+  it('an access token of an allowed user works too', async () => {
+    const user = await createUser(t, {
+      policy: [{ Resources: ['User::.*::Message'], Activities: 'C' }],
+    })
+    for (const res of await both(target.id, user.accessToken)) expect(res.statusCode).toBe(200)
+  })
+
+  it.each([
+    ['no group at all', undefined],
+    [
+      'C on another user’s messages',
+      [{ Resources: [`User::${randomUUID()}::Message`], Activities: 'C' }],
+    ],
+    [
+      'R, U and D on the message resource',
+      [{ Resources: ['User::.*::Message'], Activities: 'RUD' }],
+    ],
+    [
+      'full rights on the user but not its messages',
+      [{ Resources: ['User::.*'], Activities: 'CRUD' }],
+    ],
+    ['C on the user collection', [{ Resources: ['User::'], Activities: 'C' }]],
+  ])('%s: 401, nothing sent', async (_label, policy) => {
+    const key = policy ? await caller(policy) : (await createUser(t)).apiKey
+    for (const res of await both(target.id, key)) {
+      expect(res.statusCode, res.body).toBe(401)
+      expect(errorOf(res).code).toBe('PERMISSION_DENIED')
+    }
+    expect(standIn.requests).toHaveLength(0)
+  })
+
+  it('no or a bad credential: 401 before the body is looked at', async () => {
+    for (const auth of [undefined, 'not-a-key']) {
+      const res = await t.api.post(`/v1/users/${target.id}/message/email`, {
+        ...(auth ? { auth } : {}),
+        json: { nonsense: true },
+      })
+      expect(res.statusCode).toBe(401)
+      expect(errorOf(res).code).toBe('UNAUTHENTICATED')
+    }
+    expect(standIn.requests).toHaveLength(0)
+  })
+
+  it('an unknown user: 404 for a caller allowed on any user, 401 for one who is not', async () => {
+    const unknown = randomUUID()
+    for (const res of await both(unknown, t.admin.api_key)) {
+      expect(res.statusCode).toBe(404)
+      expect(errorOf(res).message).toBe('User not found')
+    }
+    const narrow = await caller([{ Resources: [`User::${target.id}::Message`], Activities: 'C' }])
+    for (const res of await both(unknown, narrow)) expect(res.statusCode).toBe(401)
+    expect(standIn.requests).toHaveLength(0)
+  })
+
+  it('a user of another account is unknown (404), whatever the policy says', async () => {
+    const other = await t.newAccount()
+    for (const res of await both(target.id, other.api_key)) expect(res.statusCode).toBe(404)
+    expect(standIn.requests).toHaveLength(0)
+  })
+
+  it('a DEACTIVATED user is not messaged (400)', async () => {
+    const gone = await userWith(t, attributes)
+    expect((await t.api.delete(`/v1/users/${gone.id}`, { auth: t.admin.api_key })).statusCode).toBe(
+      200,
+    )
+    for (const res of await both(gone.id, t.admin.api_key)) {
+      expect(res.statusCode).toBe(400)
+      expect(errorOf(res)).toMatchObject({
+        code: 'USER_DEACTIVATED',
+        message: 'The user is DEACTIVATED',
+      })
+    }
+    expect(standIn.requests).toHaveLength(0)
+  })
+
+  it('PENDING and LOCKED users can be messaged (e.g. an invitation)', async () => {
+    for (const status of ['PENDING', 'LOCKED']) {
+      const u = await userWith(t, attributes)
+      const put = await t.api.put(`/v1/users/${u.id}`, { auth: t.admin.api_key, form: { status } })
+      expect(put.statusCode, put.body).toBe(200)
+      for (const res of await both(u.id, t.admin.api_key))
+        expect(res.statusCode, res.body).toBe(200)
+    }
+  })
+
+  it('a bad body is refused (400) before the policy check (401), as on every route', async () => {
+    const key = (await createUser(t)).apiKey
+    const res = await sendEmail(t, target.id, emailBody({ provider: undefined }), key)
+    expect(res.statusCode).toBe(400)
+  })
+})
