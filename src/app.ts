@@ -12,6 +12,7 @@ import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
+import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
 import { searchRoutes } from './modules/search/search.routes.js'
@@ -135,5 +136,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await searchRoutes(app, deps.search)
   await satRoutes(app, deps.sats)
   await messagingRoutes(app, deps.messaging)
+  await passwordResetRoutes(app, deps.passwordResets)
+  // Reset emails are sent after their request is answered: let them finish before closing.
+  app.addHook('onClose', async () => deps.passwordResets.idle())
   return app
 }

@@ -29,6 +29,8 @@ export interface Config {
   s3: S3Config | undefined
   /** Where messages go (SendGrid, Twilio): operator configuration, never caller-supplied. */
   providers: ProviderConfig
+  /** Life of the single-use credential a password reset email carries. */
+  passwordResetTtlMinutes: number
 }
 
 export interface S3Config {
@@ -171,6 +173,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       prefix: env.COFFER_S3_PREFIX || '',
     }
   }
+  const resetTtl = Number(env.COFFER_PASSWORD_RESET_TTL_MINUTES || 30)
+  if (!Number.isInteger(resetTtl) || resetTtl < 1 || resetTtl > 1440) {
+    problems.push('COFFER_PASSWORD_RESET_TTL_MINUTES must be an integer from 1 to 1440')
+  }
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -187,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     blobDir: join(dataDir, 'blobs'),
     s3,
     providers: providers(env, problems),
+    passwordResetTtlMinutes: resetTtl,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -15,6 +15,7 @@ import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
+import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
@@ -47,6 +48,7 @@ export interface Deps {
   sendgrid: SendGridClient
   twilio: TwilioClient
   messaging: MessagingService
+  passwordResets: PasswordResetFlowsService
 }
 
 export interface DepsOptions {
@@ -60,6 +62,10 @@ export interface DepsOptions {
   argon2?: PasswordHasherOptions
   /** Provider base URLs and timeout (tests point them at a local stand-in). */
   providers?: ProviderConfig
+  /** Life of a password reset email's credential (default 30 minutes). */
+  passwordResetTtlMinutes?: number
+  /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
+  onResetEmailError?: (error: unknown, context: { flowId: string }) => void
 }
 
 /** The blob store the configuration names. */
@@ -129,6 +135,11 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     baseUrl: providers.twilioBaseUrl,
     timeoutMs: providers.timeoutMs,
   })
+  const sats = new SatsService(db, clock)
+  const passwordResets = new PasswordResetFlowsService(db, clock, keyring, sats, users, sendgrid, {
+    tokenTtlMs: (options.passwordResetTtlMinutes ?? 30) * 60_000,
+    ...(options.onResetEmailError ? { onSendError: options.onResetEmailError } : {}),
+  })
   return {
     store,
     clock,
@@ -136,7 +147,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     blobs: options.blobStore,
     hasher,
     credentials,
-    sats: new SatsService(db, clock),
+    sats,
     authz: new AuthzService(groups),
     groups,
     users,
@@ -159,5 +170,6 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     sendgrid,
     twilio,
     messaging: new MessagingService(users, sendgrid, twilio),
+    passwordResets,
   }
 }

@@ -41,6 +41,12 @@ async function start(config: Config, log: (msg: object, text: string) => void) {
     masterKey: key,
     blobStore: blobStoreFor(config),
     providers: config.providers,
+    passwordResetTtlMinutes: config.passwordResetTtlMinutes,
+    onResetEmailError: (error, { flowId }) =>
+      log(
+        { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },
+        'password reset email not sent',
+      ),
     // An object whose row is gone but that could not be deleted is garbage, never data loss.
     onCleanupError: (error, objectKey) =>
       log(

@@ -166,6 +166,24 @@ export interface ScopedAccessTokensTable {
   created_at: string
 }
 
+/** Password reset flows; `sg_api_key` is keyring ciphertext. */
+export interface PasswordResetFlowsTable {
+  account_id: string
+  id: string
+  /** The user whose permissions bound the reset tokens (when no SAT is linked). */
+  creator_id: string
+  name: string
+  sg_api_key: string
+  sg_template_id: string
+  /** JSON value specifiers and substitutions, as given. */
+  user_email_value_spec: string
+  from_email_value_spec: string
+  substitutions: string
+  /** The SAT that bounds the reset tokens instead, once linked. */
+  linked_sat_id: string | null
+  created_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -182,4 +200,5 @@ export interface Database {
   search_index: SearchIndexTable
   user_schemas: UserSchemasTable
   scoped_access_tokens: ScopedAccessTokensTable
+  password_reset_flows: PasswordResetFlowsTable
 }

@@ -40,6 +40,8 @@ export interface TestAppOptions {
   providers?: ProviderConfig
   /** The app's logger (tests that read what is logged); default: none. */
   logger?: AppOptions['logger']
+  /** Told when a password reset email could not be sent (see DepsOptions). */
+  onResetEmailError?: (error: unknown, context: { flowId: string }) => void
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -58,6 +60,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     argon2: TEST_ARGON2,
     ...(options.clock ? { clock: options.clock } : {}),
     providers: options.providers ?? NO_PROVIDERS,
+    ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
   })
   const app = await buildApp(deps, options.logger ? { logger: options.logger } : {})
   await app.ready()

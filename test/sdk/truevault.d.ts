@@ -200,6 +200,17 @@ declare module 'truevault' {
       messageBody: string,
       mediaURLs?: TrueVaultClient.ValueSpec[],
     ): Promise<string>
+    createPasswordResetFlow(
+      name: string,
+      sendGridTemplateId: string,
+      sendGridApiKey: string,
+      userEmailValueSpec: TrueVaultClient.ValueSpec,
+      fromEmailValueSpec: TrueVaultClient.ValueSpec,
+      substitutions: Record<string, TrueVaultClient.ValueSpec>,
+    ): Promise<TrueVaultClient.PasswordResetFlow>
+    listPasswordResetFlows(): Promise<TrueVaultClient.PasswordResetFlow[]>
+    sendPasswordResetEmail(flowId: string, username: string): Promise<undefined>
+    linkScopedAccessTokenToPasswordResetFlow(flowId: string, tokenId: string): Promise<unknown>
   }
 
   namespace TrueVaultClient {
@@ -313,6 +324,15 @@ declare module 'truevault' {
     interface UserHit {
       id: string
       attributes?: unknown
+      [key: string]: unknown
+    }
+    interface PasswordResetFlow {
+      id: string
+      name: string
+      sg_template_id: string
+      user_email_value_spec: ValueSpec
+      from_email_value_spec: ValueSpec
+      substitutions: Record<string, ValueSpec>
       [key: string]: unknown
     }
     interface ScopedAccessToken {

@@ -53,7 +53,7 @@ const ACCOUNT_SID = /^[A-Za-z0-9_-]+$/
 const MAX_SUBSTITUTION_KEY = 255
 
 /** The spec forbids ASP-style delimiters (`<%name%>`) in template tags. */
-function checkSubstitutionKey(key: string): void {
+export function checkSubstitutionKey(key: string): void {
   if (key === '') throw errors.invalidField('substitutions', 'keys must not be empty')
   if (key.length > MAX_SUBSTITUTION_KEY) {
     throw errors.invalidField(

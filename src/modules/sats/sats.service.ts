@@ -80,6 +80,61 @@ export class SatsService implements ScopedTokenResolver {
     return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password: secret } }
   }
 
+  /**
+   * A SAT made by the server on someone's behalf (a password reset email's credential): acts for
+   * `creatorId`, under `parentId` when given. Returns the Basic credential and its id.
+   */
+  async issue(input: {
+    accountId: string
+    creatorId: string
+    parentId: string | null
+    name: string
+    policy: PolicyStatement[]
+    expiresAt: Date
+    allowedUses: number
+  }): Promise<{ id: string; username: string; password: string }> {
+    const now = this.clock.now()
+    const secret = randomSecret()
+    const id = newId(now.getTime())
+    const iso = input.expiresAt.toISOString()
+    await repo.insert(this.db, {
+      account_id: input.accountId,
+      id,
+      creator_id: input.creatorId,
+      parent_id: input.parentId,
+      name: input.name,
+      policy: JSON.stringify(input.policy),
+      not_valid_after: iso,
+      expires_at: iso,
+      allowed_uses: input.allowedUses,
+      consumed_uses: 0,
+      secret_digest: digestSecret(secret),
+      created_at: now.toISOString(),
+    })
+    return { id, username: `${SAT_PREFIX}${id}`, password: secret }
+  }
+
+  /** A SAT the principal manages (see `get`), as its row; undefined when there is none. */
+  findManaged(principal: Principal, tokenId: string): Promise<repo.SatRow | undefined> {
+    return repo.findOwned(this.db, principal.accountId, ownerOf(principal), tokenId)
+  }
+
+  /** A SAT of the account by id, whoever manages it (server-side use only). */
+  findById(accountId: string, id: string): Promise<repo.SatRow | undefined> {
+    return repo.find(this.db, accountId, id)
+  }
+
+  /** Deletes a SAT the server issued (one that never reached its recipient). */
+  async revoke(accountId: string, id: string): Promise<void> {
+    await repo.remove(this.db, accountId, id)
+  }
+
+  /** Whether the SAT exists and is unexpired (a flow's linked SAT, before it lends its bounds). */
+  async isLive(accountId: string, id: string): Promise<boolean> {
+    const row = await repo.find(this.db, accountId, id)
+    return row !== undefined && row.expires_at > this.clock.now().toISOString()
+  }
+
   async list(principal: Principal, page: number, perPage: number) {
     const { rows, total } = await repo.listOwned(
       this.db,
