@@ -56,6 +56,34 @@ const PROTECTED_ROUTES: RouteCase[] = [
       form: { search_option: b64({ filter: { '$sys.username': { type: 'eq', value: 'x' } } }) },
     }),
   },
+  // Refused before any provider is called (the test app's providers point at a closed port).
+  {
+    method: 'POST',
+    path: '/v1/users/{user_id}/message/email',
+    options: () => ({
+      json: {
+        provider: 'SENDGRID',
+        auth: { sendgrid_api_key: 'SG.never-used' },
+        template_id: '13b8f94f-bcae-4ec6-b752-70d6cb59f932',
+        from_email_address: { literal_value: 'support@example.com' },
+        to_email_address: { system_field: 'username' },
+        substitutions: {},
+      },
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/users/{user_id}/message/sms',
+    options: () => ({
+      json: {
+        provider: 'TWILIO',
+        auth: { account_sid: 'AC1', username: 'SK1', password: 'never-used' },
+        from_number: { literal_value: '+15555555555' },
+        to_number: { user_attribute: 'phone' },
+        message_body: 'never sent',
+      },
+    }),
+  },
   {
     method: 'POST',
     path: '/v1/groups',
