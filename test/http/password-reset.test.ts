@@ -319,9 +319,10 @@ describe('reset emails', () => {
       .execute()
     expect(after.length).toBe(before + 1)
     const sent = providers.requestsTo('sendgrid')
-    const firstToken = (
-      sent[0]?.json as { personalizations: { substitutions: Record<string, string> }[] }
-    ).personalizations[0]?.substitutions['{{reset_token}}'] as string
+    const refused = sent[0]?.json as {
+      personalizations: { substitutions: Record<string, string> }[]
+    }
+    const firstToken = refused.personalizations[0]?.substitutions['{{reset_token}}'] as string
     const [u, p] = Buffer.from(firstToken, 'base64').toString().split(':') as [string, string]
     const res = await t.api.put(`/v1/users/${user.id}/password`, {
       basic: { username: u, password: p },
