@@ -45,8 +45,12 @@ const onPassword = (req: FastifyRequest): Requirement => ({
  */
 const onUserUpdate = (req: FastifyRequest): Requirement => {
   const body = (req.body ?? {}) as Record<string, unknown>
-  const fields = Object.keys(body).filter((k) => body[k] !== undefined)
-  return fields.length === 1 && fields[0] === 'password' ? onPassword(req) : onUser('U')(req)
+  // Only the fields the update acts on count: form routes also carry query parameters such as
+  // the SDK's `_tv_sdk`, and `full` shapes only the answer.
+  const changes = Object.keys(UpdateUserForm.properties).filter(
+    (k) => body[k] !== undefined && !(k === 'status' && body[k] === ''),
+  )
+  return changes.length === 1 && changes[0] === 'password' ? onPassword(req) : onUser('U')(req)
 }
 
 /** Optional base64 attributes of a form: absent or empty means "not given". */
