@@ -11,6 +11,7 @@ import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
+import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
 import { searchRoutes } from './modules/search/search.routes.js'
 import { userRoutes } from './modules/users/users.routes.js'
@@ -131,5 +132,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await blobRoutes(app, deps.blobService)
   await schemaRoutes(app, deps.schemas, deps.userSchemas)
   await searchRoutes(app, deps.search)
+  await mfaRoutes(app, deps.mfa)
   return app
 }

@@ -15,6 +15,7 @@ import { noScopedTokens, type ScopedTokenResolver } from './modules/auth/princip
 import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { MfaService } from './modules/mfa/mfa.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
 import { Indexer } from './modules/search/indexer.js'
@@ -43,6 +44,7 @@ export interface Deps {
   blobService: BlobsService
   schemas: SchemasService
   userSchemas: UserSchemaService
+  mfa: MfaService
 }
 
 export interface DepsOptions {
@@ -114,6 +116,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
   const throttle = new LoginThrottle(db, clock)
+  const mfa = new MfaService(db, clock, keyring, hasher, users)
+  users.onDeactivate((trx, accountId, userId) => mfa.forget(trx, accountId, userId))
   return {
     store,
     clock,
@@ -125,12 +129,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     authz: new AuthzService(groups),
     groups,
     users,
-    login: new LoginService(db, clock, hasher, users, credentials, throttle),
+    login: new LoginService(db, clock, hasher, users, credentials, throttle, mfa),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
     documents,
     schemas,
     userSchemas,
+    mfa,
     search: new SearchService(db, vaults, documents, users),
     blobService: new BlobsService(
       db,
