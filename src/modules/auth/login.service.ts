@@ -34,7 +34,8 @@ export interface LoginMfa {
 /**
  * Password login. Every failure — unknown account or user, a user that is not ACTIVATED, a user
  * without a password, a wrong password — gives the same 401 after the same work (one argon2
- * verification), so neither the body, the status nor the timing tells them apart.
+ * verification), so neither the body, the status nor the timing tells them apart. A user with
+ * MFA also needs a valid unused `mfa_code`; a wrong or used code fails the same way.
  */
 export class LoginService {
   constructor(
