@@ -12,6 +12,7 @@ import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
+import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
@@ -139,5 +140,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await passwordResetRoutes(app, deps.passwordResets)
   // Reset emails are sent after their request is answered: let them finish before closing.
   app.addHook('onClose', async () => deps.passwordResets.idle())
+  await mfaRoutes(app, deps.mfa)
   return app
 }

@@ -15,6 +15,7 @@ import { BlobsService } from './modules/blobs/blobs.service.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
+import { MfaService } from './modules/mfa/mfa.service.js'
 import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
@@ -49,6 +50,7 @@ export interface Deps {
   twilio: TwilioClient
   messaging: MessagingService
   passwordResets: PasswordResetFlowsService
+  mfa: MfaService
 }
 
 export interface DepsOptions {
@@ -140,6 +142,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     tokenTtlMs: (options.passwordResetTtlMinutes ?? 30) * 60_000,
     ...(options.onResetEmailError ? { onSendError: options.onResetEmailError } : {}),
   })
+  const mfa = new MfaService(db, clock, keyring, hasher, users)
+  users.onDeactivate((trx, accountId, userId) => mfa.forget(trx, accountId, userId))
   return {
     store,
     clock,
@@ -151,12 +155,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     authz: new AuthzService(groups),
     groups,
     users,
-    login: new LoginService(db, clock, hasher, users, credentials, throttle),
+    login: new LoginService(db, clock, hasher, users, credentials, throttle, mfa),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
     documents,
     schemas,
     userSchemas,
+    mfa,
     search: new SearchService(db, vaults, documents, users),
     blobService: new BlobsService(
       db,

@@ -5,6 +5,7 @@ import { buildApp } from './app.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { isUuid } from './lib/ids.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
 import { rotateMasterKey } from './modules/keys/rotation.js'
 import { openStore, type Store } from './store/db.js'
@@ -17,6 +18,8 @@ commands:
   migrate          bring the database schema up to date
   account create   create an account with an admin user; prints its credentials as JSON
   keys rotate      re-wrap every data key under a new master key (content is not rewritten)
+  mfa reset <account_id> <user_id>
+                   unenroll a user from MFA (recovery after a lost device); prints JSON
 `
 
 async function open(config: Config): Promise<Store> {
@@ -161,6 +164,22 @@ async function main(argv: string[]): Promise<number> {
     const credentials = await deps.accounts.createWithAdmin()
     await store.close()
     process.stdout.write(`${JSON.stringify(credentials, null, 2)}\n`)
+    return 0
+  }
+  if (command === 'mfa' && sub === 'reset') {
+    const [accountId, userId] = argv.slice(2)
+    if (!accountId || !userId || !isUuid(accountId) || !isUuid(userId)) {
+      process.stderr.write(`usage: coffer mfa reset <account_id> <user_id> (UUIDs)\n`)
+      return 1
+    }
+    const { store, deps } = await start(config, stderrLog)
+    try {
+      await deps.mfa.reset(accountId.toLowerCase(), userId.toLowerCase())
+    } finally {
+      await store.close()
+    }
+    const result = { account_id: accountId.toLowerCase(), user_id: userId.toLowerCase() }
+    process.stdout.write(`${JSON.stringify({ ...result, mfa_enrolled: false }, null, 2)}\n`)
     return 0
   }
   if (command === 'keys' && sub === 'rotate') {

@@ -184,6 +184,22 @@ export interface PasswordResetFlowsTable {
   created_at: string
 }
 
+/**
+ * TOTP enrollment of a user (modules/mfa): keyring ciphertexts of the pending and the active
+ * secret, the last accepted time step, and the code-failure window.
+ */
+export interface UserMfaTable {
+  account_id: string
+  user_id: string
+  pending_secret: string | null
+  secret: string | null
+  last_used_step: number
+  failures: number
+  failures_window_started_at: string | null
+  created_at: string
+  updated_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -201,4 +217,5 @@ export interface Database {
   user_schemas: UserSchemasTable
   scoped_access_tokens: ScopedAccessTokensTable
   password_reset_flows: PasswordResetFlowsTable
+  user_mfa: UserMfaTable
 }

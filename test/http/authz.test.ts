@@ -51,6 +51,21 @@ const PROTECTED_ROUTES: RouteCase[] = [
   { method: 'POST', path: '/v1/users/{user_id}/access_key' },
   {
     method: 'POST',
+    path: '/v1/users/{user_id}/mfa/start_enrollment',
+    options: () => ({ json: { issuer: 'never-enrolled' } }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/users/{user_id}/mfa/finalize_enrollment',
+    options: () => ({ json: { mfa_code_1: '123456', mfa_code_2: '234567' } }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/users/{user_id}/mfa/unenroll',
+    options: () => ({ json: { mfa_code: '123456', password: 'a-long-enough-password' } }),
+  },
+  {
+    method: 'POST',
     path: '/v1/users/search',
     options: () => ({
       form: { search_option: b64({ filter: { '$sys.username': { type: 'eq', value: 'x' } } }) },

@@ -73,8 +73,8 @@ describe.each(TRANSPORTS)('official SDK (%s): password reset flows', (transport)
     await admin.sendPasswordResetEmail(flow.id, username)
     await server.testApp.deps.passwordResets.idle()
     const [email] = providers.requestsTo('sendgrid')
-    const subs = (email?.json as { personalizations: { substitutions: Record<string, string> }[] })
-      .personalizations[0]?.substitutions as Record<string, string>
+    const sent = email?.json as { personalizations: { substitutions: Record<string, string> }[] }
+    const subs = sent.personalizations[0]?.substitutions as Record<string, string>
     expect(subs['{{name}}']).toBe(username)
     expect(subs['{{user_id}}']).toBe(user.id)
     const page = new Sdk({ httpBasic: subs['{{reset_token}}'] as string }, server.url)

@@ -38,6 +38,12 @@ declare module 'truevault' {
       groupIds?: string[],
       status?: string,
     ): Promise<TrueVaultClient.User>
+    /** Returns the response's `mfa` object. */
+    startUserMfaEnrollment(userId: string, issuer: string): Promise<TrueVaultClient.MfaEnrollment>
+    /** Answers nothing (the SDK drops the body). */
+    finalizeMfaEnrollment(userId: string, mfaCode1: string, mfaCode2: string): Promise<undefined>
+    /** Answers nothing (the SDK drops the body). */
+    unenrollMfa(userId: string, mfaCode: string, password: string): Promise<undefined>
     updateUserAttributes(userId: string, attributes: unknown): Promise<TrueVaultClient.User>
     updateUserStatus(userId: string, status: string): Promise<TrueVaultClient.User>
     updateUserUsername(userId: string, newUsername: string): Promise<TrueVaultClient.User>
@@ -225,6 +231,12 @@ declare module 'truevault' {
       group_ids?: string[]
       access_token?: string
       api_key?: string
+      [key: string]: unknown
+    }
+    interface MfaEnrollment {
+      qr_code_svg: string
+      secret: string
+      uri: string
       [key: string]: unknown
     }
     interface PolicyStatement {

@@ -4,6 +4,8 @@ import { errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
 import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
+import { mfaErrors } from '../mfa/mfa.errors.js'
+import type { LoginCodeCheck } from '../mfa/mfa.service.js'
 import type { UserRow } from '../users/users.repo.js'
 import type { UsersService } from '../users/users.service.js'
 import type { CredentialsService } from './credentials.service.js'
@@ -19,10 +21,21 @@ export interface LoginInput {
   client: string
 }
 
+/** The MFA step of login (modules/mfa). */
+export interface LoginMfa {
+  checkLoginCode(
+    accountId: string,
+    userId: string,
+    code: string | undefined,
+    passwordValid: boolean,
+  ): Promise<LoginCodeCheck>
+}
+
 /**
  * Password login. Every failure — unknown account or user, a user that is not ACTIVATED, a user
  * without a password, a wrong password — gives the same 401 after the same work (one argon2
- * verification), so neither the body, the status nor the timing tells them apart.
+ * verification), so neither the body, the status nor the timing tells them apart. A user with
+ * MFA also needs a valid unused `mfa_code`; a wrong or used code fails the same way.
  */
 export class LoginService {
   constructor(
@@ -32,6 +45,7 @@ export class LoginService {
     private readonly users: UsersService,
     private readonly credentials: CredentialsService,
     private readonly throttle: LoginThrottle,
+    private readonly mfa: LoginMfa,
   ) {}
 
   async login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
@@ -53,7 +67,21 @@ export class LoginService {
       : await this.users.findForLogin(attempt.accountId, username)
     await this.throttle.assertUserAllowed(attempt, user?.id)
     const valid = await this.hasher.verify(user?.password_hash, password)
-    if (!user || !valid) {
+    if (user?.mfa_enrolled === 1) {
+      // Checked even after a wrong password, so a right code is used up (spec, Authentication 4).
+      const code = typeof input.mfaCode === 'string' ? input.mfaCode : undefined
+      const mfa = await this.mfa.checkLoginCode(user.account_id, user.id, code, valid)
+      // Only someone who knows the password learns that a code is needed (decisions.md 62); the
+      // attempt stays counted as a failure.
+      if (valid && mfa === 'missing') {
+        await this.throttle.recordFailure(attempt)
+        throw mfaErrors.codeRequired()
+      }
+      if (!valid || mfa !== 'ok') {
+        await this.throttle.recordFailure(attempt)
+        throw errors.loginFailed()
+      }
+    } else if (!user || !valid) {
       await this.throttle.recordFailure(attempt)
       throw errors.loginFailed()
     }

@@ -66,8 +66,13 @@ export function validatePassword(value: unknown): string {
 
 const userResource = (id: string) => resource('User', id)
 
+/** Another feature's cleanup when a user is deactivated, run in the deactivating transaction. */
+export type DeactivationHook = (db: Executor, accountId: string, userId: string) => Promise<void>
+
 /** Users of an account: lifecycle (spec, User status), credentials vending, attributes. */
 export class UsersService {
+  readonly #onDeactivate: DeactivationHook[] = []
+
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
@@ -347,6 +352,22 @@ export class UsersService {
     return { accessKey, secretKey }
   }
 
+  /**
+   * Registers cleanup for deactivation (MFA secrets). Hooks run inside the transaction, so they
+   * must only run SQL (no keyring, no network).
+   */
+  onDeactivate(hook: DeactivationHook): void {
+    this.#onDeactivate.push(hook)
+  }
+
+  /** The `mfa_enrolled` flag every user view shows; modules/mfa keeps it in step with its rows. */
+  async setMfaEnrolled(db: Executor, accountId: string, id: string, enrolled: boolean) {
+    await repo.update(db, accountId, id, {
+      mfa_enrolled: enrolled ? 1 : 0,
+      updated_at: this.clock.now().toISOString(),
+    })
+  }
+
   findForLogin(accountId: string, username: string) {
     return repo.findActivatedByUsername(this.db, accountId, username)
   }
@@ -389,6 +410,7 @@ export class UsersService {
     await this.credentials.revokeAll(db, accountId, id)
     await this.groups.removeUserFromAll(db, accountId, id)
     await repo.update(db, accountId, id, { access_key_digest: null, secret_key_digest: null })
+    for (const hook of this.#onDeactivate) await hook(db, accountId, id)
   }
 
   async #live(accountId: string, id: string): Promise<UserRow> {

@@ -3,6 +3,7 @@ import * as m0001 from './0001_init.js'
 import * as m0002 from './0002_data_plane.js'
 import * as m0003 from './0003_search.js'
 import * as m0004 from './0004_scoped_access_tokens.js'
+import * as m0005 from './0005_mfa.js'
 import * as m0006 from './0006_password_reset_flows.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
@@ -11,5 +12,6 @@ export const migrations: Record<string, Migration> = {
   '0002_data_plane': m0002,
   '0003_search': m0003,
   '0004_scoped_access_tokens': m0004,
+  '0005_mfa': m0005,
   '0006_password_reset_flows': m0006,
 }
