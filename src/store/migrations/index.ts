@@ -2,10 +2,12 @@ import type { Migration } from 'kysely'
 import * as m0001 from './0001_init.js'
 import * as m0002 from './0002_data_plane.js'
 import * as m0003 from './0003_search.js'
+import * as m0007 from './0007_consent.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
   '0002_data_plane': m0002,
   '0003_search': m0003,
+  '0007_consent': m0007,
 }
