@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
 import { PasswordHasher, type PasswordHasherOptions } from './crypto/passwords.js'
+import { randomSecret } from './crypto/secrets.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
@@ -13,6 +14,9 @@ import { LoginService } from './modules/auth/login.service.js'
 import { LoginThrottle } from './modules/auth/login-throttle.js'
 import { noScopedTokens, type ScopedTokenResolver } from './modules/auth/principal.js'
 import { BlobsService } from './modules/blobs/blobs.service.js'
+import { type ConsentOptions, ConsentService } from './modules/consent/consent.service.js'
+import { ConsentKeys } from './modules/consent/consent-keys.js'
+import { ConsentTokens } from './modules/consent/token.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
@@ -43,6 +47,7 @@ export interface Deps {
   blobService: BlobsService
   schemas: SchemasService
   userSchemas: UserSchemaService
+  consent: ConsentService
 }
 
 export interface DepsOptions {
@@ -54,6 +59,12 @@ export interface DepsOptions {
   onCleanupError?: (error: unknown, objectKey: string) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
+  /**
+   * The consent API's secret and storefront settings (modules/consent/consent-secret.ts).
+   * Without them (tests of the main API, `coffer serve` running only the main API) the consent
+   * service gets a throwaway secret and is never served.
+   */
+  consent?: ConsentOptions & { secret: string }
 }
 
 /** The blob store the configuration names. */
@@ -114,6 +125,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
   const throttle = new LoginThrottle(db, clock)
+  const consentOptions = options.consent ?? {
+    secret: randomSecret(),
+    production: false,
+    storefrontSecret: undefined,
+    maxSkewSeconds: 90,
+  }
+  const consentKeys = new ConsentKeys(consentOptions.secret)
   return {
     store,
     clock,
@@ -140,6 +158,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       vaults,
       users,
       options.onCleanupError,
+    ),
+    consent: new ConsentService(
+      db,
+      clock,
+      consentKeys,
+      new ConsentTokens(consentKeys.tokenKey),
+      consentOptions,
     ),
   }
 }
