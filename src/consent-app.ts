@@ -12,7 +12,8 @@ import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 
 export interface ConsentAppOptions {
-  logger?: boolean | { level: string }
+  /** Pino options (`stream` lets tests read the log). */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } }
   /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
   bodyLimit?: number
 }
