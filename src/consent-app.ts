@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, {
+  type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
@@ -14,6 +15,8 @@ import { ConsentError, consentErrors } from './modules/consent/consent-errors.js
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
   logger?: boolean | { level: string; stream?: { write(line: string): void } }
+  /** Log through this logger instead (the main app's, when one process serves both). */
+  loggerInstance?: FastifyBaseLogger
   /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
   bodyLimit?: number
 }
@@ -54,12 +57,16 @@ export async function buildConsentApp(
   deps: Deps,
   options: ConsentAppOptions = {},
 ): Promise<FastifyInstance> {
-  const logger = options.logger ?? false
+  const logger = options.loggerInstance ? true : (options.logger ?? false)
   const app = Fastify({
-    logger:
-      logger === false || logger === true
-        ? logger
-        : { ...logger, serializers: LOG_SERIALIZERS, redact: ['req.headers.authorization'] },
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : {
+          logger:
+            logger === false || logger === true
+              ? logger
+              : { ...logger, serializers: LOG_SERIALIZERS, redact: ['req.headers.authorization'] },
+        }),
     // The query string holds customer emails: one line per request from the hook below, with
     // the route pattern only.
     logController: new LogController({ disableRequestLogging: true }),

@@ -114,8 +114,14 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           trustProxy: config.trustProxy,
           bodyLimit: config.bodyLimitBytes,
         })
+  // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
-    mode === 'api' ? undefined : await buildConsentApp(deps, { logger: { level: config.logLevel } })
+    mode === 'api'
+      ? undefined
+      : await buildConsentApp(
+          deps,
+          app ? { loggerInstance: app.log } : { logger: { level: config.logLevel } },
+        )
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)
   for (const [obj, msg] of pending) log(obj, msg)
