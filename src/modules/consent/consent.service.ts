@@ -77,7 +77,7 @@ export class ConsentService {
     ) {
       await repo.updateLastSeen(this.db, query.shop, digest, lastSeen(query, row.last_client_id))
     }
-    const jwt = await this.tokens.sign({
+    const jwt = this.tokens.sign({
       consumerIdentifier: identifier,
       consumerPartition: query.shop,
       iat: seconds(now),
