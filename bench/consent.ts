@@ -45,6 +45,7 @@ function median(values: number[]): number {
 }
 
 function consentScenarios(info: ConsentServerInfo): Scenario[] {
+  let next = 0
   return [
     {
       name: 'consent GET (existing record)',
@@ -60,8 +61,14 @@ function consentScenarios(info: ConsentServerInfo): Scenario[] {
       method: 'POST',
       path: '/api/v1/cmp/consent',
       headers: { 'content-type': 'application/json', 'user-agent': 'coffer-bench' },
-      body: JSON.stringify({ jwt: info.jwt, consentAnalytics: true, optedOut: false }),
-      note: 'token verified, then one transaction: locked read, update and a history row (fsync on SQLite)',
+      // Round-robin over the fixture's consumers, as real traffic is spread over many records.
+      body: () =>
+        JSON.stringify({
+          jwt: info.jwts[next++ % info.jwts.length],
+          consentAnalytics: next % 2 === 0,
+          optedOut: false,
+        }),
+      note: `token verified, then one transaction: locked read, update and a history row; round-robin over ${info.jwts.length} consumers`,
     },
   ]
 }

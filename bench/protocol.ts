@@ -95,8 +95,8 @@ export interface ConsentServerInfo {
   dialect: 'sqlite' | 'postgres'
   /** GET path (with query) of an existing email consumer's record. */
   readPath: string
-  /** A token of that record, for the update scenario. */
-  jwt: string
+  /** Tokens of CONSENT_CONSUMERS records, for the update scenario (spread over many rows). */
+  jwts: string[]
 }
 
 export type ServerInfo =

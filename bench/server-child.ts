@@ -32,6 +32,8 @@ import { searchQueries } from './search-queries.js'
 const HOST = '127.0.0.1'
 /** Documents in the read vault: more than one list page of 100. */
 const DOCUMENT_COUNT = 120
+/** Consumers the consent update scenario spreads its writes over (one row would be a hot lock). */
+const CONSENT_CONSUMERS = 200
 
 interface Running {
   info: ServerInfo
@@ -212,7 +214,7 @@ async function startSearch(): Promise<Running> {
 
 /**
  * The consent API as `coffer serve` runs it (its own Fastify app, production argon2 irrelevant),
- * with one email consumer's record created through the API before listening.
+ * with CONSENT_CONSUMERS email consumers' records created through the API before listening.
  */
 async function startConsent(): Promise<Running> {
   const store = await openBenchStore()
@@ -227,16 +229,21 @@ async function startConsent(): Promise<Running> {
     },
   })
   const app = await buildConsentApp(deps, { logger: false })
-  const readPath = `/api/v1/cmp/consent?${new URLSearchParams({
-    provider: 'email',
-    shop: 'bench-shop.example',
-    privacy_center_id: 'bench-pc',
-    customer_email: 'bench.consumer@example.com',
-    client_id: '3b241101-e2bb-4255-8caf-4136c566a962',
-  })}`
-  const created = await app.inject({ method: 'GET', url: readPath })
-  if (created.statusCode !== 200) {
-    throw new Error(`consent fixture: HTTP ${created.statusCode}: ${created.body.slice(0, 300)}`)
+  const pathFor = (i: number) =>
+    `/api/v1/cmp/consent?${new URLSearchParams({
+      provider: 'email',
+      shop: 'bench-shop.example',
+      privacy_center_id: 'bench-pc',
+      customer_email: `bench.consumer.${i}@example.com`,
+      client_id: '3b241101-e2bb-4255-8caf-4136c566a962',
+    })}`
+  const jwts: string[] = []
+  for (let i = 0; i < CONSENT_CONSUMERS; i++) {
+    const created = await app.inject({ method: 'GET', url: pathFor(i) })
+    if (created.statusCode !== 200) {
+      throw new Error(`consent fixture: HTTP ${created.statusCode}: ${created.body.slice(0, 300)}`)
+    }
+    jwts.push((created.json() as { jwt: string }).jwt)
   }
   await app.listen({ host: HOST, port: 0 })
   return {
@@ -244,8 +251,8 @@ async function startConsent(): Promise<Running> {
       kind: 'consent',
       port: portOf(app),
       dialect: store.dialect,
-      readPath,
-      jwt: (created.json() as { jwt: string }).jwt,
+      readPath: pathFor(0),
+      jwts,
     },
     close: async () => {
       await app.close()
