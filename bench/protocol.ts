@@ -1,6 +1,6 @@
 /** What a child process prints, as one JSON line on stdout, once it is ready. */
 
-export type ServerKind = 'bare' | 'coffer' | 's3' | 'search'
+export type ServerKind = 'bare' | 'coffer' | 's3' | 'search' | 'consent'
 
 export interface BareServerInfo {
   kind: 'bare'
@@ -88,7 +88,23 @@ export interface SearchServerInfo {
   plans: SearchPlan[]
 }
 
-export type ServerInfo = BareServerInfo | CofferServerInfo | S3ServerInfo | SearchServerInfo
+/** The consent API alone (bench/consent.ts), with one consumer's record already created. */
+export interface ConsentServerInfo {
+  kind: 'consent'
+  port: number
+  dialect: 'sqlite' | 'postgres'
+  /** GET path (with query) of an existing email consumer's record. */
+  readPath: string
+  /** Tokens of CONSENT_CONSUMERS records, for the update scenario (spread over many rows). */
+  jwts: string[]
+}
+
+export type ServerInfo =
+  | BareServerInfo
+  | CofferServerInfo
+  | S3ServerInfo
+  | SearchServerInfo
+  | ConsentServerInfo
 
 /** s3rver accepts these fixed credentials. */
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const

@@ -19,8 +19,12 @@
  * documents, written straight to its database before it listens, and six search queries (plus a
  * one-match control) under autocannon.
  *
+ * Then the consent API (bench/consent.ts, BENCH_PARTS `consent`): GET of an existing record and
+ * POST update against bare Fastify, BENCH_CONSENT_ROUNDS interleaved rounds (default 3), medians.
+ *
  * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search; on
- * PostgreSQL bench/results/search-postgres.md); exits 1 if
+ * PostgreSQL bench/results/search-postgres.md), bench/results/consent.md (consent; on
+ * PostgreSQL consent-postgres.md); exits 1 if
  * any scenario saw non-2xx responses or errors, a BLOB request failed or came back different,
  * or a search server failed to start.
  */
@@ -28,6 +32,14 @@ import { cpus } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type BlobMeasurement, failedBlobMeasurement, MiB, measureBlobs } from './blobs.js'
+import {
+  type ConsentScenarioResult,
+  consentBroken,
+  consentLines,
+  consentMarkdown,
+  consentRounds,
+  runConsentBench,
+} from './consent.js'
 import { envNumber, type Load, runScenario } from './load.js'
 import {
   formatBlobLine,
@@ -94,12 +106,12 @@ async function runBlobs(
   }
 }
 
-const PARTS = ['http', 'blobs', 'search'] as const
+const PARTS = ['http', 'blobs', 'search', 'consent'] as const
 
-/** BENCH_PARTS: any of `http`, `blobs`, `search`, comma-separated (default all). */
+/** BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, comma-separated (default all). */
 function benchParts(): Record<(typeof PARTS)[number], boolean> {
   const raw = (process.env.BENCH_PARTS ?? '').trim()
-  if (raw === '') return { http: true, blobs: true, search: true }
+  if (raw === '') return { http: true, blobs: true, search: true, consent: true }
   const parts = raw.split(',').map((p) => p.trim())
   const unknown = parts.filter((p) => !(PARTS as readonly string[]).includes(p))
   if (unknown.length > 0) throw new Error(`BENCH_PARTS takes ${PARTS.join(', ')} (got ${raw})`)
@@ -107,6 +119,7 @@ function benchParts(): Record<(typeof PARTS)[number], boolean> {
     http: parts.includes('http'),
     blobs: parts.includes('blobs'),
     search: parts.includes('search'),
+    consent: parts.includes('consent'),
   }
 }
 
@@ -171,6 +184,16 @@ async function main(): Promise<number> {
     })
   }
 
+  let consent: ConsentScenarioResult[] = []
+  if (parts.consent) {
+    const rounds = consentRounds()
+    consent = await runConsentBench(pgUrl, load, warmupS, rounds, (m, bare) => {
+      process.stdout.write(`${formatLine(m, bare)}\n`)
+      if (isBroken(m)) process.stderr.write(`\n${formatProblems(m)}\n\n`)
+    })
+    process.stdout.write(`\n${consentLines(consent).join('\n')}\n`)
+  }
+
   const database = pgUrl
     ? `PostgreSQL (${redactUrl(pgUrl)}, fresh schema)`
     : 'SQLite (fresh file in a temp dir)'
@@ -209,8 +232,28 @@ async function main(): Promise<number> {
     process.stdout.write(`\nwritten to ${relative(process.cwd(), file)}\n`)
   }
 
+  if (parts.consent) {
+    const text = consentMarkdown(
+      {
+        date: new Date(),
+        durationS: load.durationS,
+        warmupS,
+        connections: load.connections,
+        rounds: consentRounds(),
+        database,
+        node: process.version,
+        cpus: cpus().length,
+      },
+      consent,
+    )
+    const file = join(BENCH_DIR, 'results', pgUrl ? 'consent-postgres.md' : 'consent.md')
+    writeReport(file, text)
+    process.stdout.write(`\nwritten to ${relative(process.cwd(), file)}\n`)
+  }
+
   const broken = [
     ...results.filter(isBroken).map((m) => m.scenario.name),
+    ...consentBroken(consent),
     ...blobs.filter(isBlobBroken).map((b) => `BLOB ${b.store}`),
     ...searchBroken(search),
   ]

@@ -1,7 +1,7 @@
 /**
  * A server for the bench, in its own process so the load generator never shares its event loop
  * (and so its memory can be read from /proc on its own).
- * Usage: node --import tsx bench/server-child.ts <bare|coffer|s3|search>
+ * Usage: node --import tsx bench/server-child.ts <bare|coffer|s3|search|consent>
  * Prints one JSON line (ServerInfo) on stdout once listening, then serves until SIGTERM/SIGINT or
  * until its stdin closes (the parent died).
  */
@@ -14,6 +14,7 @@ import { buildApp } from '../src/app.js'
 import type { BlobStore } from '../src/blob/blob-store.js'
 import { FsBlobStore } from '../src/blob/fs-blob-store.js'
 import { S3BlobStore } from '../src/blob/s3-blob-store.js'
+import { buildConsentApp } from '../src/consent-app.js'
 import { MasterKey } from '../src/crypto/master-key.js'
 import { createDeps } from '../src/deps.js'
 import { openStore, type Store } from '../src/store/db.js'
@@ -31,6 +32,8 @@ import { searchQueries } from './search-queries.js'
 const HOST = '127.0.0.1'
 /** Documents in the read vault: more than one list page of 100. */
 const DOCUMENT_COUNT = 120
+/** Consumers the consent update scenario spreads its writes over (one row would be a hot lock). */
+const CONSENT_CONSUMERS = 200
 
 interface Running {
   info: ServerInfo
@@ -209,6 +212,55 @@ async function startSearch(): Promise<Running> {
   }
 }
 
+/**
+ * The consent API as `coffer serve` runs it (its own Fastify app, production argon2 irrelevant),
+ * with CONSENT_CONSUMERS email consumers' records created through the API before listening.
+ */
+async function startConsent(): Promise<Running> {
+  const store = await openBenchStore()
+  const deps = createDeps(store, {
+    masterKey: MasterKey.generate(),
+    blobStore: openBlobStore(),
+    consent: {
+      secret: randomBytes(32).toString('base64url'),
+      production: false,
+      storefrontSecret: undefined,
+      maxSkewSeconds: 90,
+    },
+  })
+  const app = await buildConsentApp(deps, { logger: false })
+  const pathFor = (i: number) =>
+    `/api/v1/cmp/consent?${new URLSearchParams({
+      provider: 'email',
+      shop: 'bench-shop.example',
+      privacy_center_id: 'bench-pc',
+      customer_email: `bench.consumer.${i}@example.com`,
+      client_id: '3b241101-e2bb-4255-8caf-4136c566a962',
+    })}`
+  const jwts: string[] = []
+  for (let i = 0; i < CONSENT_CONSUMERS; i++) {
+    const created = await app.inject({ method: 'GET', url: pathFor(i) })
+    if (created.statusCode !== 200) {
+      throw new Error(`consent fixture: HTTP ${created.statusCode}: ${created.body.slice(0, 300)}`)
+    }
+    jwts.push((created.json() as { jwt: string }).jwt)
+  }
+  await app.listen({ host: HOST, port: 0 })
+  return {
+    info: {
+      kind: 'consent',
+      port: portOf(app),
+      dialect: store.dialect,
+      readPath: pathFor(0),
+      jwts,
+    },
+    close: async () => {
+      await app.close()
+      await store.close()
+    },
+  }
+}
+
 /** s3rver with one empty bucket, storing into the parent's temp dir (the parent removes it). */
 async function startS3(): Promise<Running> {
   // Loaded only here: the Coffer children never carry s3rver in their memory.
@@ -226,11 +278,17 @@ async function startS3(): Promise<Running> {
 }
 
 async function main(kind: string | undefined): Promise<void> {
-  const start = { bare: startBare, coffer: startCoffer, s3: startS3, search: startSearch }[
-    kind ?? ''
-  ]
+  const start = {
+    bare: startBare,
+    coffer: startCoffer,
+    s3: startS3,
+    search: startSearch,
+    consent: startConsent,
+  }[kind ?? '']
   if (kind === undefined || start === undefined) {
-    throw new Error(`usage: server-child.ts <bare|coffer|s3|search> (got ${kind ?? 'nothing'})`)
+    throw new Error(
+      `usage: server-child.ts <bare|coffer|s3|search|consent> (got ${kind ?? 'nothing'})`,
+    )
   }
   const running = await start()
   let stopping = false

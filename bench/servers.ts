@@ -12,6 +12,7 @@ import {
   type BareServerInfo,
   CHILD_ONLY_ENV,
   type CofferServerInfo,
+  type ConsentServerInfo,
   ENV,
   type S3ServerInfo,
   type SearchServerInfo,
@@ -71,6 +72,13 @@ export async function startCofferServer(
     })
   }
   return startWithDatabase('coffer', env, pgUrl, START_TIMEOUT_MS)
+}
+
+/** The consent API on a fresh SQLite file or PostgreSQL schema, one consumer's record made. */
+export function startConsentServer(
+  pgUrl: string | undefined,
+): Promise<ServerHandle<ConsentServerInfo>> {
+  return startWithDatabase('consent', {}, pgUrl, START_TIMEOUT_MS)
 }
 
 /**
@@ -136,7 +144,7 @@ async function waitForIdle(pid: number, activeSessions: () => Promise<number>): 
 }
 
 /** A child on a fresh SQLite file in a temp dir or a fresh PostgreSQL schema, both removed. */
-async function startWithDatabase<I extends CofferServerInfo | SearchServerInfo>(
+async function startWithDatabase<I extends CofferServerInfo | SearchServerInfo | ConsentServerInfo>(
   kind: I['kind'],
   extraEnv: Record<string, string>,
   pgUrl: string | undefined,

@@ -27,7 +27,7 @@ export interface AppOptions {
 }
 
 /** Never log secrets: credentials travel in Authorization, search options in query strings. */
-const LOG_SERIALIZERS = {
+export const LOG_SERIALIZERS = {
   req: (req: { method: string; url: string; id: string }) => ({
     method: req.method,
     path: req.url.split('?')[0],

@@ -31,7 +31,23 @@ export interface Config {
   providers: ProviderConfig
   /** Life of the single-use credential a password reset email carries. */
   passwordResetTtlMinutes: number
+  /** The consent API's listener (design.md: port 8081); its address defaults to `host`. */
+  consentPort: number
+  consentHost: string
+  /** Which listeners `coffer serve` runs: both (default), only the main API, or only consent. */
+  serve: ServeMode
+  /** App Proxy shared secret: storefront signatures are checked with it in production. */
+  storefrontSecret: string | undefined
+  /** How far a storefront request's `timestamp` may be from now, either way, in seconds. */
+  storefrontMaxSkewSeconds: number
+  /** The consent secret (HS256 key of consent tokens), when given in the environment. */
+  consentJwtSecret: string | undefined
+  /** Where the consent secret is read from (and, for an embedded database, generated into). */
+  consentJwtSecretFile: string
 }
+
+export type ServeMode = 'both' | 'api' | 'consent'
+export const SERVE_MODES: readonly ServeMode[] = ['both', 'api', 'consent']
 
 export interface S3Config {
   endpoint: string | undefined
@@ -177,6 +193,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(resetTtl) || resetTtl < 1 || resetTtl > 1440) {
     problems.push('COFFER_PASSWORD_RESET_TTL_MINUTES must be an integer from 1 to 1440')
   }
+  const serve = (env.COFFER_SERVE || 'both') as ServeMode
+  if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
+  const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
+  if (consentJwtSecret !== undefined && consentJwtSecret.length < 32) {
+    problems.push('COFFER_CONSENT_JWT_SECRET must be at least 32 characters')
+  }
+  const skew = Number(env.COFFER_STOREFRONT_MAX_SKEW_SECONDS || 90)
+  if (!Number.isInteger(skew) || skew < 1 || skew > 86_400) {
+    problems.push('COFFER_STOREFRONT_MAX_SKEW_SECONDS must be an integer from 1 to 86400')
+  }
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -194,6 +220,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     s3,
     providers: providers(env, problems),
     passwordResetTtlMinutes: resetTtl,
+    consentPort: port('COFFER_CONSENT_PORT', env.COFFER_CONSENT_PORT, 8081, problems),
+    consentHost: env.COFFER_CONSENT_HOST || env.COFFER_HOST || '127.0.0.1',
+    serve,
+    storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
+    storefrontMaxSkewSeconds: skew,
+    consentJwtSecret,
+    consentJwtSecretFile: resolve(
+      env.COFFER_CONSENT_JWT_SECRET_FILE || join(dataDir, 'consent-jwt.key'),
+    ),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

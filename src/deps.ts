@@ -5,6 +5,7 @@ import { type Config, DEFAULT_PROVIDERS, type ProviderConfig } from './config.js
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
 import { PasswordHasher, type PasswordHasherOptions } from './crypto/passwords.js'
+import { randomSecret } from './crypto/secrets.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
@@ -12,6 +13,9 @@ import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
 import { LoginThrottle } from './modules/auth/login-throttle.js'
 import { BlobsService } from './modules/blobs/blobs.service.js'
+import { type ConsentOptions, ConsentService } from './modules/consent/consent.service.js'
+import { ConsentKeys } from './modules/consent/consent-keys.js'
+import { ConsentTokens } from './modules/consent/token.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
@@ -51,6 +55,7 @@ export interface Deps {
   messaging: MessagingService
   passwordResets: PasswordResetFlowsService
   mfa: MfaService
+  consent: ConsentService
 }
 
 export interface DepsOptions {
@@ -68,6 +73,12 @@ export interface DepsOptions {
   passwordResetTtlMinutes?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
+  /**
+   * The consent API's secret and storefront settings (modules/consent/consent-secret.ts).
+   * Without them (tests of the main API, `coffer serve` running only the main API) the consent
+   * service gets a throwaway secret and is never served.
+   */
+  consent?: ConsentOptions & { secret: string }
 }
 
 /** The blob store the configuration names. */
@@ -144,6 +155,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   })
   const mfa = new MfaService(db, clock, keyring, hasher, users)
   users.onDeactivate((trx, accountId, userId) => mfa.forget(trx, accountId, userId))
+  const consentOptions = options.consent ?? {
+    secret: randomSecret(),
+    production: false,
+    storefrontSecret: undefined,
+    maxSkewSeconds: 90,
+  }
+  const consentKeys = new ConsentKeys(consentOptions.secret)
   return {
     store,
     clock,
@@ -176,5 +194,12 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     twilio,
     messaging: new MessagingService(users, sendgrid, twilio),
     passwordResets,
+    consent: new ConsentService(
+      db,
+      clock,
+      consentKeys,
+      new ConsentTokens(consentKeys.tokenKey),
+      consentOptions,
+    ),
   }
 }

@@ -2,10 +2,13 @@
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from './app.js'
-import { type Config, ConfigError, loadConfig } from './config.js'
+import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } from './config.js'
+import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
 import { isUuid } from './lib/ids.js'
+import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
+import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
 import { rotateMasterKey } from './modules/keys/rotation.js'
 import { openStore, type Store } from './store/db.js'
@@ -14,13 +17,14 @@ import { migrateToLatest } from './store/migrate.js'
 const USAGE = `usage: coffer <command>
 
 commands:
-  serve            run the API server (migrates the database first)
+  serve            run the API server and the consent API (migrates the database first);
+                   --only api|consent runs one of them (or COFFER_SERVE)
   migrate          bring the database schema up to date
   account create   create an account with an admin user; prints its credentials as JSON
   keys rotate      re-wrap every data key under a new master key (content is not rewritten)
   mfa reset <account_id> <user_id>
                    unenroll a user from MFA (recovery after a lost device); prints JSON
-`
+${CONSENT_USAGE}`
 
 async function open(config: Config): Promise<Store> {
   // The database, its WAL, keys and credentials files are readable by this user only.
@@ -35,12 +39,18 @@ async function open(config: Config): Promise<Store> {
  * Everything the data plane needs. Refuses to go on when the master key does not unlock the
  * stored data keys, and encrypts attributes left in plaintext by an older version.
  */
-async function start(config: Config, log: (msg: object, text: string) => void) {
+async function start(
+  config: Config,
+  log: (msg: object, text: string) => void,
+  withConsent = false,
+) {
   const store = await open(config)
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
+  const consent = withConsent ? await consentOptions(config, store, log) : undefined
   const deps = createDeps(store, {
+    ...(consent ? { consent } : {}),
     masterKey: key,
     blobStore: blobStoreFor(config),
     providers: config.providers,
@@ -63,6 +73,26 @@ async function start(config: Config, log: (msg: object, text: string) => void) {
   return { store, deps }
 }
 
+/** The consent API's secret (generated once on SQLite) and storefront settings. */
+async function consentOptions(
+  config: Config,
+  store: Store,
+  log: (msg: object, text: string) => void,
+) {
+  const { secret, generated } = await loadConsentSecret(config, store, { generate: true })
+  if (generated) log({ file: config.consentJwtSecretFile }, 'generated a new consent secret')
+  const production = config.env === 'production'
+  if (production && !config.storefrontSecret) {
+    log({}, 'COFFER_STOREFRONT_SECRET is not set: storefront consent requests will answer 500')
+  }
+  return {
+    secret,
+    production,
+    storefrontSecret: config.storefrontSecret,
+    maxSkewSeconds: config.storefrontMaxSkewSeconds,
+  }
+}
+
 /** First start on an empty database: an account and admin, credentials to a 0600 file. */
 async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: string) => void) {
   if (await deps.accounts.hasAny()) return
@@ -79,24 +109,45 @@ async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: st
   )
 }
 
-async function serve(config: Config): Promise<void> {
+async function serve(config: Config, mode: ServeMode): Promise<void> {
   // Messages from before the app's logger exists are kept and logged once it does.
   const pending: [object, string][] = []
   let log = (obj: object, msg: string) => {
     pending.push([obj, msg])
   }
-  const { store, deps } = await start(config, (obj, msg) => log(obj, msg))
-  const app = await buildApp(deps, {
-    logger: { level: config.logLevel },
-    trustProxy: config.trustProxy,
-    bodyLimit: config.bodyLimitBytes,
-  })
-  log = (obj, msg) => app.log.info(obj, msg)
+  const { store, deps } = await start(config, (obj, msg) => log(obj, msg), mode !== 'api')
+  const app =
+    mode === 'consent'
+      ? undefined
+      : await buildApp(deps, {
+          logger: { level: config.logLevel },
+          trustProxy: config.trustProxy,
+          bodyLimit: config.bodyLimitBytes,
+        })
+  // One process, one log stream: the consent app logs through the main app's logger.
+  const consentApp =
+    mode === 'api'
+      ? undefined
+      : await buildConsentApp(
+          deps,
+          app ? { loggerInstance: app.log } : { logger: { level: config.logLevel } },
+        )
+  const first = (app ?? consentApp) as NonNullable<typeof app>
+  log = (obj, msg) => first.log.info(obj, msg)
   for (const [obj, msg] of pending) log(obj, msg)
-  await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
-  await app.listen({ host: config.host, port: config.port })
+  // The main API comes up first: its account is bootstrapped and its address is logged first.
+  if (app) {
+    await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
+    await app.listen({ host: config.host, port: config.port })
+  }
+  await consentApp?.listen({
+    host: config.consentHost,
+    port: config.consentPort,
+    listenTextResolver: (address) => `Consent API listening at ${address}`,
+  })
   const stop = async () => {
-    await app.close()
+    await app?.close()
+    await consentApp?.close()
     await store.close()
     process.exit(0)
   }
@@ -140,6 +191,17 @@ async function rotateKeys(config: Config): Promise<void> {
   }
 }
 
+/** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
+function serveMode(args: string[], configured: ServeMode): ServeMode {
+  if (args.length === 0) return configured
+  const value = args[0] === '--only' ? args[1] : /^--only=(.*)$/.exec(args[0] ?? '')?.[1]
+  const extra = args[0] === '--only' ? args.slice(2) : args.slice(1)
+  if (value === undefined || extra.length > 0 || !SERVE_MODES.includes(value as ServeMode)) {
+    throw new Error('serve takes only --only api|consent|both')
+  }
+  return value as ServeMode
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, sub] = argv
   if (!command || command === 'help' || command === '--help') {
@@ -150,7 +212,7 @@ async function main(argv: string[]): Promise<number> {
   const stderrLog = (obj: object, msg: string) =>
     process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
-    await serve(config)
+    await serve(config, serveMode(argv.slice(1), config.serve))
     return -1
   }
   if (command === 'migrate') {
@@ -184,6 +246,16 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'keys' && sub === 'rotate') {
     await rotateKeys(config)
+    return 0
+  }
+  if (command === 'consent' && sub === 'export') {
+    const args = parseExportArgs(argv.slice(2))
+    const store = await open(config)
+    try {
+      await runConsentExport(config, store, args)
+    } finally {
+      await store.close()
+    }
     return 0
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)

@@ -24,7 +24,7 @@ function env(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** Starts `coffer serve` and resolves with its port once it listens. */
 function serve(dir: string): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   const child = spawn(process.execPath, [...MAIN, 'serve'], {
-    env: env({ COFFER_DATA_DIR: dir, COFFER_PORT: '0' }),
+    env: env({ COFFER_DATA_DIR: dir, COFFER_PORT: '0', COFFER_CONSENT_PORT: '0' }),
   })
   let out = ''
   return new Promise((resolve, reject) => {

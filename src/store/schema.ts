@@ -200,6 +200,52 @@ export interface UserMfaTable {
   updated_at: string
 }
 
+/** A consumer's current consent in one shop (modules/consent); not tied to an account. */
+export interface ConsentRecordsTable {
+  /** The consumer partition: the shop domain or identifier. */
+  shop: string
+  /** Keyed digest of the consumer identifier (customer id or email): the lookup key. */
+  consumer_digest: string
+  /** The identifier, sealed (AES-256-GCM) for the export; never stored in plaintext. */
+  consumer_sealed: string
+  /** `customer_id` (storefront) or `email`. */
+  consumer_kind: string
+  consent_analytics: number | null
+  consent_advertising: number | null
+  consent_personalization: number | null
+  consent_targeted_advertising: number | null
+  opted_out: number | null
+  /** Last explicit change (POST); null while no explicit choice is in force. */
+  choice_at: string | null
+  /** Tokens issued before this Unix second are refused (int8 on PostgreSQL: via Number()). */
+  token_epoch: number | string
+  last_provider: string
+  last_privacy_center_id: string
+  last_client_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+/** Append-only history of consent changes (proof of consent). */
+export interface ConsentEventsTable {
+  /** The consumer partition: the shop domain or identifier. */
+  shop: string
+  id: string
+  consumer_digest: string
+  at: string
+  /** `created`, `updated` or `lapsed`. */
+  action: string
+  provider: string | null
+  privacy_center_id: string | null
+  client_id: string | null
+  /** JSON `{field: {from, to}}` of the fields the change carried. */
+  changes: string
+  /** JSON of every preference field after the change. */
+  state: string
+  gpc: number | null
+  user_agent: string | null
+}
+
 export interface Database {
   accounts: AccountsTable
   users: UsersTable
@@ -218,4 +264,6 @@ export interface Database {
   scoped_access_tokens: ScopedAccessTokensTable
   password_reset_flows: PasswordResetFlowsTable
   user_mfa: UserMfaTable
+  consent_records: ConsentRecordsTable
+  consent_events: ConsentEventsTable
 }

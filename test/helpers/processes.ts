@@ -25,7 +25,9 @@ export function cofferEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** Starts `coffer serve` as its own process; resolves once it listens. */
 export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...MAIN, 'serve'], {
-    env: cofferEnv({ COFFER_PORT: '0', ...env }),
+    // The main API only: these tests are about it, and a consent listener would need its own
+    // port and, on PostgreSQL, a shared secret.
+    env: cofferEnv({ COFFER_PORT: '0', COFFER_SERVE: 'api', ...env }),
   })
   let out = ''
   return new Promise((resolve, reject) => {

@@ -5,6 +5,7 @@ import * as m0003 from './0003_search.js'
 import * as m0004 from './0004_scoped_access_tokens.js'
 import * as m0005 from './0005_mfa.js'
 import * as m0006 from './0006_password_reset_flows.js'
+import * as m0007 from './0007_consent.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_scoped_access_tokens': m0004,
   '0005_mfa': m0005,
   '0006_password_reset_flows': m0006,
+  '0007_consent': m0007,
 }

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify'
+import { LOG_SERIALIZERS } from './app.js'
+import type { Deps } from './deps.js'
+import { consentRoutes } from './modules/consent/consent.routes.js'
+import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
+
+export interface ConsentAppOptions {
+  /** Pino options (`stream` lets tests read the log). */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } }
+  /** Log through this logger instead (the main app's, when one process serves both). */
+  loggerInstance?: FastifyBaseLogger
+  /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
+  bodyLimit?: number
+}
+
+/** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
+function sendConsentError(reply: FastifyReply, status: number, message: string) {
+  if (status === 413) reply.header('connection', 'close')
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send({ error: message })
+}
+
+function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof ConsentError) {
+    if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
+    return sendConsentError(reply, error.statusCode, error.message)
+  }
+  const status = (error as FastifyError).statusCode ?? 500
+  // Never echo the URL back (its query may hold an email).
+  if ((error as FastifyError).code === 'FST_ERR_BAD_URL') {
+    return sendConsentError(reply, 400, 'The URL is malformed')
+  }
+  if (status === 413) return sendConsentError(reply, 413, 'Request body is too large')
+  if (status >= 400 && status < 500) return sendConsentError(reply, status, error.message)
+  request.log.error({ err: error }, 'consent request failed')
+  return sendConsentError(reply, 500, 'Internal server error')
+}
+
+/**
+ * The consent API (spec, Consent endpoints): its own Fastify instance and listener, only the
+ * consent routes, its own error body. Nothing of the main API is reachable here, and the main
+ * app never mounts these routes.
+ */
+export async function buildConsentApp(
+  deps: Deps,
+  options: ConsentAppOptions = {},
+): Promise<FastifyInstance> {
+  const logger = options.loggerInstance ? true : (options.logger ?? false)
+  const app = Fastify({
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : {
+          logger:
+            logger === false || logger === true
+              ? logger
+              : { ...logger, serializers: LOG_SERIALIZERS, redact: ['req.headers.authorization'] },
+        }),
+    // The query string holds customer emails: one line per request from the hook below, with
+    // the route pattern only.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomUUID(),
+    bodyLimit: options.bodyLimit ?? 16_384,
+    // A GET creates a record: HEAD must not do so silently.
+    exposeHeadRoutes: false,
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+  })
+
+  // Whatever the content type (sendBeacon sends text/plain), a body is JSON or a 400.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8')
+    if (text.trim() === '') {
+      done(null, undefined)
+      return
+    }
+    try {
+      done(null, JSON.parse(text))
+    } catch {
+      done(consentErrors.invalidJson(), undefined)
+    }
+  })
+
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access
+    if (!access || !('public' in access)) {
+      throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
+    }
+  })
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('cache-control', 'no-store')
+    reply.header('x-content-type-options', 'nosniff')
+    done()
+  })
+  if (logger !== false) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        {
+          method: request.method,
+          route: request.routeOptions.url,
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
+        'consent request',
+      )
+      done()
+    })
+  }
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))
+
+  await consentRoutes(app, deps.consent)
+  return app
+}

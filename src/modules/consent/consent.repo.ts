@@ -1,0 +1,143 @@
+import { PostgresAdapter, type Selectable } from 'kysely'
+import type { Executor } from '../../store/executor.js'
+import { precompiled } from '../../store/precompiled.js'
+import type { ConsentEventsTable, ConsentRecordsTable } from '../../store/schema.js'
+
+/**
+ * Consent records (current state, keyed by shop and consumer digest) and their history. The
+ * history is append-only: this file, the only one that touches `consent_events`, only ever
+ * inserts and reads it.
+ */
+
+export type ConsentRecordRow = Selectable<ConsentRecordsTable>
+export type ConsentEventRow = Selectable<ConsentEventsTable>
+
+/** The preference columns, as stored (0/1/null). */
+export type PreferenceColumns = Pick<
+  ConsentRecordRow,
+  | 'consent_analytics'
+  | 'consent_advertising'
+  | 'consent_personalization'
+  | 'consent_targeted_advertising'
+  | 'opted_out'
+>
+
+const findQuery = precompiled((db: Executor, shop: string, digest: string) =>
+  db
+    .selectFrom('consent_records')
+    .selectAll()
+    .where('shop', '=', shop)
+    .where('consumer_digest', '=', digest),
+)
+
+/** Every GET reads its record first (hot path). */
+export async function findRecord(db: Executor, shop: string, digest: string) {
+  const [row] = await findQuery(db, shop, digest)
+  return row
+}
+
+/** Inside a transaction: the record, locked against concurrent changes on PostgreSQL. */
+export function findRecordForUpdate(db: Executor, shop: string, digest: string) {
+  const query = db
+    .selectFrom('consent_records')
+    .selectAll()
+    .where('shop', '=', shop)
+    .where('consumer_digest', '=', digest)
+  // SQLite has no row locks: its one connection runs one transaction at a time.
+  return (
+    db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate() : query
+  ).executeTakeFirst()
+}
+
+/** Inserts unless the consumer already has a record; true when this call created it. */
+export async function insertRecord(db: Executor, row: ConsentRecordRow): Promise<boolean> {
+  const result = await db
+    .insertInto('consent_records')
+    .values(row)
+    .onConflict((oc) => oc.columns(['shop', 'consumer_digest']).doNothing())
+    .executeTakeFirst()
+  return Number(result.numInsertedOrUpdatedRows ?? 0) === 1
+}
+
+export async function updatePreferences(
+  db: Executor,
+  shop: string,
+  digest: string,
+  values: PreferenceColumns & { choice_at: string; updated_at: string },
+): Promise<void> {
+  await db
+    .updateTable('consent_records')
+    .set(values)
+    .where('shop', '=', shop)
+    .where('consumer_digest', '=', digest)
+    .execute()
+}
+
+/**
+ * Starts a lapsed record afresh; only if its choice is still the lapsed one (two GETs racing to
+ * reset it: one wins, the other sees no row changed). True when this call reset it.
+ */
+export async function resetLapsed(
+  db: Executor,
+  shop: string,
+  digest: string,
+  lapsedChoiceAt: string,
+  values: PreferenceColumns & { token_epoch: number; updated_at: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('consent_records')
+    .set({ ...values, choice_at: null })
+    .where('shop', '=', shop)
+    .where('consumer_digest', '=', digest)
+    .where('choice_at', '=', lapsedChoiceAt)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}
+
+/** Where the consumer was last seen (recorded with later changes); written only when it differs. */
+export async function updateLastSeen(
+  db: Executor,
+  shop: string,
+  digest: string,
+  seen: { last_provider: string; last_privacy_center_id: string; last_client_id: string | null },
+): Promise<void> {
+  await db
+    .updateTable('consent_records')
+    .set(seen)
+    .where('shop', '=', shop)
+    .where('consumer_digest', '=', digest)
+    .execute()
+}
+
+export async function appendEvent(db: Executor, row: ConsentEventRow): Promise<void> {
+  await db.insertInto('consent_events').values(row).execute()
+}
+
+export type ExportRow = ConsentEventRow & { consumer_kind: string; consumer_sealed: string }
+
+/** One page of a shop's history in recording order, optionally of one consumer. */
+export function listEvents(
+  db: Executor,
+  shop: string,
+  after: string,
+  limit: number,
+  digest?: string,
+): Promise<ExportRow[]> {
+  let query = db
+    .selectFrom('consent_events as e')
+    .innerJoin('consent_records as r', (join) =>
+      join.onRef('r.shop', '=', 'e.shop').onRef('r.consumer_digest', '=', 'e.consumer_digest'),
+    )
+    .selectAll('e')
+    .select(['r.consumer_kind', 'r.consumer_sealed'])
+    .where('e.shop', '=', shop)
+    .where('e.id', '>', after)
+  if (digest !== undefined) query = query.where('e.consumer_digest', '=', digest)
+  return query.orderBy('e.id').limit(limit).execute()
+}
+
+/** True when any consent record exists (a lost consent secret must not be replaced silently). */
+export async function hasAnyRecord(db: Executor): Promise<boolean> {
+  const row = await db.selectFrom('consent_records').select('shop').limit(1).executeTakeFirst()
+  return row !== undefined
+}
