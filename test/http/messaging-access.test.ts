@@ -15,8 +15,10 @@ describe('messaging: access', () => {
   let target: { id: string; username: string }
 
   const attributes = { email: 'target@example.com', phone: '+15558675309', name: 'T' }
+  /** Only the recipient comes from the user: C on the message resource is enough. */
+  const literalSubstitutions = { substitutions: { '{{name}}': { literal_value: 'T' } } }
   const both = async (userId: string, auth: string) => [
-    await sendEmail(t, userId, emailBody(), auth),
+    await sendEmail(t, userId, emailBody(literalSubstitutions), auth),
     await sendSms(t, userId, smsBody(), auth),
   ]
   const caller = async (policy: PolicyStatement[]) => (await createUser(t, { policy })).apiKey
@@ -42,6 +44,46 @@ describe('messaging: access', () => {
     const key = await caller(policy(target.id))
     for (const res of await both(target.id, key)) expect(res.statusCode, res.body).toBe(200)
     expect(standIn.requests.map((r) => r.provider)).toEqual(['sendgrid', 'twilio'])
+  })
+
+  it('values from the user other than the recipient also need R on the user', async () => {
+    const messageOnly = await caller([
+      { Resources: [`User::${target.id}::Message`], Activities: 'C' },
+    ])
+    const withRead = await caller([
+      { Resources: [`User::${target.id}::Message`], Activities: 'C' },
+      { Resources: [`User::${target.id}`], Activities: 'R' },
+    ])
+    const bodies = [
+      emailBody(),
+      emailBody({ ...literalSubstitutions, from_email_address: { system_field: 'username' } }),
+    ]
+    for (const body of bodies) {
+      const denied = await sendEmail(t, target.id, body, messageOnly)
+      expect(denied.statusCode).toBe(401)
+      expect((await sendEmail(t, target.id, body, withRead)).statusCode).toBe(200)
+    }
+    const sms = smsBody({ media_urls: [{ user_attribute: 'avatar' }] })
+    expect((await sendSms(t, target.id, sms, messageOnly)).statusCode).toBe(401)
+    expect(standIn.requests.map((r) => r.provider)).toEqual(['sendgrid', 'sendgrid'])
+  })
+
+  it('refuses scoped access tokens (spec: API key or access token)', async () => {
+    const sat = await t.api.post('/v1/scoped_access_tokens', {
+      auth: t.admin.api_key,
+      json: {
+        name: 'messenger',
+        policy: [{ Resources: ['User::.*::Message'], Activities: 'C' }],
+        not_valid_after: new Date(Date.now() + 60_000).toISOString(),
+      },
+    })
+    const basic = sat.json().scoped_access_token.http_auth
+    const res = await t.api.post(`/v1/users/${target.id}/message/email`, {
+      basic,
+      json: emailBody(literalSubstitutions),
+    })
+    expect(res.statusCode).toBe(401)
+    expect(errorOf(res).code).toBe('CREDENTIAL_NOT_ALLOWED')
   })
 
   it('an access token of an allowed user works too', async () => {

@@ -454,3 +454,92 @@ describe('linking a SAT', () => {
     }
   })
 })
+
+describe('abuse resistance', () => {
+  it('sends at most one email a minute per user, and a new link replaces the old', async () => {
+    const flow = await createFlow()
+    const user = await userWithEmail()
+    await sendReset(flow.id, user.username)
+    await t.deps.passwordResets.idle()
+    const first = lastResetEmail().basic
+    clock.advance(59_000)
+    await sendReset(flow.id, user.username)
+    await t.deps.passwordResets.idle()
+    expect(providers.requestsTo('sendgrid')).toHaveLength(1)
+    clock.advance(2_000)
+    await sendReset(flow.id, user.username)
+    await t.deps.passwordResets.idle()
+    expect(providers.requestsTo('sendgrid')).toHaveLength(2)
+    const second = lastResetEmail().basic
+    const put = (basic: { username: string; password: string }) =>
+      t.api.put(`/v1/users/${user.id}/password`, { basic, json: { password: 'fresh password 1' } })
+    expect((await put(first)).statusCode).toBe(401)
+    expect((await put(second)).statusCode).toBe(200)
+  })
+
+  it('a reset token cannot mint a token, read the user, or be spent by a bad password', async () => {
+    const flow = await createFlow()
+    const user = await userWithEmail()
+    await sendReset(flow.id, user.username)
+    await t.deps.passwordResets.idle()
+    const { basic } = lastResetEmail()
+    const mint = await t.api.post('/v1/scoped_access_tokens', {
+      basic,
+      json: {
+        name: 'escape',
+        policy: [{ Resources: [`User::${user.id}::Password`], Activities: 'U' }],
+        not_valid_after: '2030-01-01T01:00:00.000Z',
+      },
+    })
+    expect(mint.statusCode).toBe(400)
+    expect(errorOf(mint).code).toBe('SAT_CANNOT_MINT')
+    const sats = await t.api.get('/v1/scoped_access_tokens', { auth: t.admin.api_key })
+    const reset = sats
+      .json()
+      .data.items.find((s: { id: string }) => `sat-${s.id}` === basic.username)
+    expect(reset.consumed_uses).toBe(0)
+    const short = await t.api.put(`/v1/users/${user.id}?full=true`, {
+      basic,
+      form: { password: 'short' },
+    })
+    expect(short.statusCode).toBe(400)
+    const set = await t.api.put(`/v1/users/${user.id}?full=true`, {
+      basic,
+      form: { password: 'long enough now 1' },
+    })
+    expect(set.statusCode).toBe(200)
+    expect(set.json().user.attributes).toBeUndefined()
+    expect(set.body).not.toContain(b64({ email: user.email, first_name: 'Ada' }))
+  })
+
+  it('a flow created through a SAT stays within that SAT', async () => {
+    const sat = await t.api.post('/v1/scoped_access_tokens', {
+      auth: t.admin.api_key,
+      json: {
+        name: 'flow maker',
+        policy: [
+          {
+            Resources: ['PasswordResetFlow::.*', 'PasswordResetFlow::.*::Email::.*'],
+            Activities: 'CRUD',
+          },
+        ],
+        not_valid_after: '2031-01-01T00:00:00.000Z',
+      },
+    })
+    const { id: satId, http_auth: basic } = sat.json().scoped_access_token
+    const made = await t.api.post('/v1/password_reset_flows', { basic, json: flowBody() })
+    expect(made.statusCode).toBe(200)
+    const flow = made.json().password_reset_flow
+    expect(flow.scoped_access_token_id).toBe(satId)
+    const victim = await userWithEmail()
+    await sendReset(flow.id, victim.username, { basic })
+    await t.deps.passwordResets.idle()
+    const token = lastResetEmail().basic
+    // Minted under the SAT, which holds no password grant: the token is useless.
+    const res = await t.api.put(`/v1/users/${victim.id}/password`, {
+      basic: token,
+      json: { password: 'taken over pw 1' },
+    })
+    expect(res.statusCode).toBe(401)
+  })
+})

@@ -340,6 +340,34 @@ describe('authenticating with a SAT', () => {
     ).toBe(401)
   })
 
+  it('bounds the policy size', async () => {
+    const many = Array.from({ length: 101 }, () => ({ Resources: ['Vault::'], Activities: 'R' }))
+    const wide = [
+      { Resources: Array.from({ length: 501 }, (_, i) => `Vault::${i}`), Activities: 'R' },
+    ]
+    for (const [policy, message] of [
+      [many, 'policy must hold at most 100 statements'],
+      [wide, 'policy must name at most 500 resources'],
+    ] as const) {
+      const res = await t.api.post('/v1/scoped_access_tokens', {
+        auth: t.admin.api_key,
+        json: { name: 'big', policy, not_valid_after: inOneHour() },
+      })
+      expect(res.statusCode).toBe(400)
+      expect(errorOf(res).message).toBe(message)
+    }
+  })
+
+  it('is refused by MFA management (spec: API key or access token)', async () => {
+    const sat = await createSat({ auth: t.admin.api_key }, {})
+    const res = await t.api.post(`/v1/users/${t.admin.userId}/mfa/start_enrollment`, {
+      basic: sat.http_auth,
+      json: { issuer: 'x' },
+    })
+    expect(res.statusCode).toBe(401)
+    expect(errorOf(res).code).toBe('CREDENTIAL_NOT_ALLOWED')
+  })
+
   it('does not keep the secret in the database', async () => {
     const sat = await createSat({ auth: t.admin.api_key }, {})
     const rows = await t.deps.store.db.selectFrom('scoped_access_tokens').selectAll().execute()
@@ -384,6 +412,16 @@ describe('SATs minted by SATs', () => {
     expect(
       (await t.api.get(`/v1/scoped_access_tokens/${c2.id}`, { auth: t.admin.api_key })).statusCode,
     ).toBe(404)
+  })
+
+  it('are never minted by a token with a use limit', async () => {
+    const limited = await createSat({ auth: t.admin.api_key }, { allowed_uses: 5 })
+    const res = await t.api.post('/v1/scoped_access_tokens', {
+      basic: limited.http_auth,
+      json: { name: 'child', policy: EVERYTHING, not_valid_after: inOneHour() },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(errorOf(res).code).toBe('SAT_CANNOT_MINT')
   })
 
   it('limits the chain length', async () => {

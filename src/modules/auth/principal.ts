@@ -39,6 +39,8 @@ export interface SatPrincipal {
   policy: PolicyStatement[]
   /** Policies of the SATs that minted this one, nearest first (empty when a user did). */
   ancestorPolicies: PolicyStatement[][]
+  /** Whether it has a use limit (such a token may not mint others: they would outlive it). */
+  limited: boolean
 }
 
 export type Principal = UserPrincipal | SatPrincipal

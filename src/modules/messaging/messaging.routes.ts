@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { USER_CREDENTIALS } from '../../http/access.js'
 import { AppError, ErrorType } from '../../lib/errors.js'
 import { type Requirement, resource } from '../../policy/index.js'
 import { EmailBody, MessageParams, MessageResponse, SmsBody } from './messaging.schemas.js'
@@ -9,11 +10,35 @@ const tags = ['messaging']
 
 const userId = (req: FastifyRequest) => (req.params as { user_id: string }).user_id.toLowerCase()
 
-/** Spec: C on `User::USERID::Message` (or `User::.*::Message`, which the matcher covers). */
-const canMessage = (req: FastifyRequest): Requirement => ({
-  activity: 'C',
-  resource: resource('User', userId(req), 'Message'),
-})
+/** A specifier that reads the user's data (an attribute or a system field), not a literal. */
+const readsUser = (spec: unknown) =>
+  typeof spec === 'object' && spec !== null && !('literal_value' in spec)
+
+/**
+ * The specifiers other than the recipient: their values go to the caller's own provider account
+ * and template, so reading the user's data there is reading the user (reliability R-25).
+ */
+function nonRecipientSpecs(body: Record<string, unknown>): unknown[] {
+  const subs = body.substitutions
+  return [
+    body.from_email_address,
+    body.from_number,
+    ...(typeof subs === 'object' && subs !== null ? Object.values(subs) : []),
+    ...(Array.isArray(body.media_urls) ? body.media_urls : []),
+  ]
+}
+
+/**
+ * Spec: C on `User::USERID::Message` (or `User::.*::Message`, which the matcher covers). A message
+ * whose sender, substitutions or media come from the user's data also needs R on the user: the
+ * recipient alone is the user's own address, but those values reach the caller's template.
+ */
+const canMessage = (req: FastifyRequest): Requirement => {
+  const message = { activity: 'C' as const, resource: resource('User', userId(req), 'Message') }
+  const body = (req.body ?? {}) as Record<string, unknown>
+  if (!nonRecipientSpecs(body).some(readsUser)) return message
+  return { allOf: [message, { activity: 'R', resource: resource('User', userId(req)) }] }
+}
 
 /**
  * The spec requires `Content-Type: application/json`. Without this a urlencoded body would reach
@@ -48,7 +73,7 @@ export async function messagingRoutes(
         response: MessageResponse,
       },
       preValidation: requireJson,
-      config: { access: { policy: canMessage } },
+      config: { access: { policy: canMessage, credentials: USER_CREDENTIALS } },
     },
     async (req) => ({
       provider_message_id: await messaging.sendEmail(
@@ -70,7 +95,7 @@ export async function messagingRoutes(
         response: MessageResponse,
       },
       preValidation: requireJson,
-      config: { access: { policy: canMessage } },
+      config: { access: { policy: canMessage, credentials: USER_CREDENTIALS } },
     },
     async (req) => ({
       provider_message_id: await messaging.sendSms(

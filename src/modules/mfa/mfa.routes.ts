@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { USER_CREDENTIALS } from '../../http/access.js'
 import { type Requirement, resource } from '../../policy/index.js'
 import {
   EmptyResponse,
@@ -37,7 +38,7 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: StartEnrollmentBody,
         response: StartEnrollmentResponse,
       },
-      config: { access: { policy: updateUser } },
+      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
     },
     async (req) => {
       const e = await mfa.startEnrollment(
@@ -60,7 +61,7 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: FinalizeEnrollmentBody,
         response: EmptyResponse,
       },
-      config: { access: { policy: updateUser } },
+      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
     },
     async (req) => {
       const b = req.body
@@ -84,7 +85,7 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: UnenrollBody,
         response: EmptyResponse,
       },
-      config: { access: { policy: updateUser } },
+      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
     },
     async (req) => {
       const b = req.body

@@ -23,6 +23,10 @@ const MAX_TEMPLATE_ID = 255
 const MAX_API_KEY = 1024
 const MAX_USERNAME = 255
 const HEADER_SAFE = /^[\x21-\x7e]+$/
+/** A user gets at most one reset email a minute from one flow. */
+export const RESEND_COOLDOWN_MS = 60_000
+/** Reset emails being sent at once; beyond, requests are answered as usual and dropped. */
+const MAX_PENDING_SENDS = 100
 
 export interface Flow {
   id: string
@@ -96,7 +100,8 @@ export class PasswordResetFlowsService {
       substitutions: JSON.stringify(substitutions(input.substitutions)),
       // Bound to the flow's id: a key moved to another flow's row does not decrypt.
       sg_api_key: await this.keyring.encrypt(principal.accountId, apiKey, keyContext(id)),
-      linked_sat_id: null,
+      // A flow made through a SAT stays within that SAT: its reset tokens are minted under it.
+      linked_sat_id: principal.kind === 'sat' ? principal.satId : null,
       created_at: now.toISOString(),
     }
     await repo.insert(this.db, row)
@@ -146,6 +151,13 @@ export class PasswordResetFlowsService {
     if (username.length > MAX_USERNAME)
       throw errors.invalidField('username', `must be at most ${MAX_USERNAME} characters`)
     const flow = await this.#find(actor.principal.accountId, flowId)
+    if (this.#pending.size >= MAX_PENDING_SENDS) {
+      // Same answer as ever; the operator is told that emails are being dropped.
+      this.options.onSendError?.(new Error('too many reset emails in flight; one was dropped'), {
+        flowId,
+      })
+      return
+    }
     const job = this.#send(actor, flow, username)
       .catch((error) => this.options.onSendError?.(error, { flowId }))
       .finally(() => this.#pending.delete(job))
@@ -182,15 +194,21 @@ export class PasswordResetFlowsService {
     )
     const apiKey = await this.keyring.decryptText(accountId, flow.sg_api_key, keyContext(flow.id))
     const expiresAt = new Date(this.clock.now().getTime() + this.options.tokenTtlMs)
-    const token = await this.sats.issue({
-      accountId,
-      creatorId: bound.creatorId,
-      parentId: bound.parentId,
-      name: `password reset: ${flow.name}`.slice(0, 100),
-      policy: [{ Resources: [`User::${user.id}::Password`], Activities: 'U' }],
-      expiresAt,
-      allowedUses: 1,
-    })
+    // One live link per user and flow: a new one replaces the old, at most one a minute (the
+    // forgot-password page is public: nobody may flood a user's inbox or our database through it).
+    const token = await this.sats.issueReplacing(
+      {
+        accountId,
+        creatorId: bound.creatorId,
+        parentId: bound.parentId,
+        name: `password reset: ${flow.id}`,
+        policy: [{ Resources: [`User::${user.id}::Password`], Activities: 'U' }],
+        expiresAt,
+        allowedUses: 1,
+      },
+      RESEND_COOLDOWN_MS,
+    )
+    if (!token) return
     const substitutions: Record<string, string> = Object.create(null)
     for (const [key, spec] of Object.entries(
       JSON.parse(flow.substitutions) as Record<string, ValueSpec>,

@@ -110,3 +110,50 @@ export async function remove(db: Executor, accountId: string, id: string): Promi
     .executeTakeFirst()
   return Number(result.numDeletedRows) > 0
 }
+
+/** SATs the server issued with exactly this policy under this creator and parent. */
+function issued(
+  db: Executor,
+  accountId: string,
+  creatorId: string,
+  parentId: string | null,
+  policy: string,
+) {
+  const q = db
+    .selectFrom('scoped_access_tokens')
+    .where('account_id', '=', accountId)
+    .where('creator_id', '=', creatorId)
+    .where('policy', '=', policy)
+  return parentId === null ? q.where('parent_id', 'is', null) : q.where('parent_id', '=', parentId)
+}
+
+export function issuedSince(
+  db: Executor,
+  key: { accountId: string; creatorId: string; parentId: string | null; policy: string },
+  name: string,
+  since: string,
+) {
+  return issued(db, key.accountId, key.creatorId, key.parentId, key.policy)
+    .select('id')
+    .where('name', '=', name)
+    .where('created_at', '>', since)
+    .executeTakeFirst()
+}
+
+export async function removeIssued(
+  db: Executor,
+  key: { accountId: string; creatorId: string; parentId: string | null; policy: string },
+  name: string,
+): Promise<void> {
+  await db
+    .deleteFrom('scoped_access_tokens')
+    .where('account_id', '=', key.accountId)
+    .where(
+      'id',
+      'in',
+      issued(db, key.accountId, key.creatorId, key.parentId, key.policy)
+        .select('id')
+        .where('name', '=', name),
+    )
+    .execute()
+}

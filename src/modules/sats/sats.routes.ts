@@ -40,6 +40,8 @@ export async function satRoutes(app: FastifyInstance, sats: SatsService): Promis
         response: CreatedSatResponse,
       },
       config: { access },
+      // Before the request is let through: refusing a limited token must not spend its use.
+      preValidation: async (req) => sats.assertMayMint(caller(req)),
     },
     async (req) => ({ scoped_access_token: await sats.create(caller(req), req.body ?? {}) }),
   )

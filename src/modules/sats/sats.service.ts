@@ -52,15 +52,10 @@ export class SatsService implements ScopedTokenResolver {
   async create(principal: Principal, input: SatInput): Promise<CreatedSat> {
     const now = this.clock.now()
     const name = validateName(input.name)
-    const policy = validatePolicy(input.policy)
+    const policy = validateSatPolicy(input.policy)
     const notValidAfter = validateExpiry(input.not_valid_after, now)
     const allowedUses = validateAllowedUses(input.allowed_uses)
-    if (principal.kind === 'sat' && principal.ancestorPolicies.length + 1 >= MAX_SAT_DEPTH) {
-      throw errors.badRequest(
-        'SAT_CHAIN_TOO_DEEP',
-        `A scoped access token can be minted through at most ${MAX_SAT_DEPTH} tokens`,
-      )
-    }
+    this.assertMayMint(principal)
     const secret = randomSecret()
     const row: repo.SatRow = {
       account_id: principal.accountId,
@@ -78,6 +73,25 @@ export class SatsService implements ScopedTokenResolver {
     }
     await repo.insert(this.db, row)
     return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password: secret } }
+  }
+
+  /** Whether the principal may create SATs at all (checked before a SAT's use is taken). */
+  assertMayMint(principal: Principal): void {
+    if (principal.kind !== 'sat') return
+    // A child's uses are its own: minted from a limited token it would outlive the limit (a
+    // single-use reset link could mint an unlimited one).
+    if (principal.limited) {
+      throw errors.badRequest(
+        'SAT_CANNOT_MINT',
+        'A scoped access token with a use limit cannot create scoped access tokens',
+      )
+    }
+    if (principal.ancestorPolicies.length + 1 >= MAX_SAT_DEPTH) {
+      throw errors.badRequest(
+        'SAT_CHAIN_TOO_DEEP',
+        `A scoped access token can be minted through at most ${MAX_SAT_DEPTH} tokens`,
+      )
+    }
   }
 
   /**
@@ -112,6 +126,27 @@ export class SatsService implements ScopedTokenResolver {
       created_at: now.toISOString(),
     })
     return { id, username: `${SAT_PREFIX}${id}`, password: secret }
+  }
+
+  /**
+   * `issue`, replacing every earlier token issued with the same name, policy, creator and parent
+   * (a newer reset link supersedes older ones, and spent or expired ones do not pile up) — unless
+   * one was issued within `cooldownMs`: then nothing is issued and null returned.
+   */
+  async issueReplacing(
+    input: Parameters<SatsService['issue']>[0],
+    cooldownMs: number,
+  ): Promise<{ id: string; username: string; password: string } | null> {
+    const key = {
+      accountId: input.accountId,
+      creatorId: input.creatorId,
+      parentId: input.parentId,
+      policy: JSON.stringify(input.policy),
+    }
+    const since = new Date(this.clock.now().getTime() - cooldownMs).toISOString()
+    if (await repo.issuedSince(this.db, key, input.name, since)) return null
+    await repo.removeIssued(this.db, key, input.name)
+    return this.issue(input)
   }
 
   /** A SAT the principal manages (see `get`), as its row; undefined when there is none. */
@@ -190,6 +225,7 @@ export class SatsService implements ScopedTokenResolver {
       creatorId: row.creator_id,
       policy: JSON.parse(row.policy),
       ancestorPolicies,
+      limited: row.allowed_uses !== null,
     }
   }
 
@@ -229,6 +265,20 @@ function view(row: repo.SatRow): SatView {
     allowed_uses: row.allowed_uses === null ? null : Number(row.allowed_uses),
     consumed_uses: Number(row.consumed_uses),
   }
+}
+
+/** Policies are compiled on every request the token makes: their size is bounded. */
+export const MAX_SAT_POLICY_STATEMENTS = 100
+export const MAX_SAT_POLICY_MATCHERS = 500
+
+function validateSatPolicy(value: unknown): PolicyStatement[] {
+  const policy = validatePolicy(value)
+  if (policy.length > MAX_SAT_POLICY_STATEMENTS)
+    throw errors.invalidField('policy', `must hold at most ${MAX_SAT_POLICY_STATEMENTS} statements`)
+  const matchers = policy.reduce((n, s) => n + s.Resources.length, 0)
+  if (matchers > MAX_SAT_POLICY_MATCHERS)
+    throw errors.invalidField('policy', `must name at most ${MAX_SAT_POLICY_MATCHERS} resources`)
+  return policy
 }
 
 function validateName(value: unknown): string {

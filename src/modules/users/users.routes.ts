@@ -22,7 +22,7 @@ import {
   UsersV2Response,
   UserV1Response,
 } from './users.schemas.js'
-import { USER_STATUSES, type UsersService } from './users.service.js'
+import { USER_STATUSES, type UsersService, validatePassword } from './users.service.js'
 
 const tags = ['users']
 const MAX_IDS = 100
@@ -39,6 +39,15 @@ const onPassword = (req: FastifyRequest): Requirement => ({
     { activity: 'U', resource: userRes(param(req)) },
   ],
 })
+/**
+ * A password's rules, checked before the request is let through, so a too-short password does
+ * not spend a single-use credential (a password reset token) on a 400.
+ */
+async function checkPasswordEarly(req: FastifyRequest): Promise<void> {
+  const password = (req.body as { password?: unknown } | undefined)?.password
+  if (password !== undefined) validatePassword(password)
+}
+
 /**
  * The SDK's `updateUserPassword` sends the password alone to the general update: that needs only
  * the password grant (a password reset token holds no other), any other field the user grant.
@@ -250,6 +259,7 @@ export async function userRoutes(
         response: UserV1Response,
       },
       config: { form: true, access: { policy: onUserUpdate } },
+      preValidation: checkPasswordEarly,
     },
     async (req) => {
       const b = req.body
@@ -265,12 +275,10 @@ export async function userRoutes(
         ...(b.status !== undefined && b.status !== '' ? { status: b.status } : {}),
         ...(b.access_token ? { newAccessToken: { expiresAt } } : {}),
       })
-      const [user] = await views(
-        req.actor.principal.accountId,
-        [row],
-        isTrue(req.query.full),
-        'base64',
-      )
+      // `full` never widens access: attributes and groups only for a caller who may read the
+      // user (a password-only grant, such as a reset token's, may not).
+      const full = isTrue(req.query.full) && req.actor.grants.can('R', userRes(param(req)))
+      const [user] = await views(req.actor.principal.accountId, [row], full, 'base64')
       return { user: accessToken ? { ...user, access_token: accessToken } : user }
     },
   )
@@ -285,9 +293,8 @@ export async function userRoutes(
         body: PasswordBody,
         response: UserV1Response,
       },
-      config: {
-        access: { policy: onPassword },
-      },
+      config: { access: { policy: onPassword } },
+      preValidation: checkPasswordEarly,
     },
     async (req) => {
       const row = await users.setPassword(
