@@ -19,6 +19,7 @@ import { ConsentTokens } from './modules/consent/token.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
+import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
 import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
@@ -192,7 +193,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     ),
     sendgrid,
     twilio,
-    messaging: new MessagingService(users, sendgrid, twilio),
+    messaging: new MessagingService(users, sendgrid, twilio, new MessageRateLimit(db, clock)),
     passwordResets,
     consent: new ConsentService(
       db,

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/lib/clock.js'
+import { MESSAGES_PER_USER } from '../../src/modules/messaging/message-rate-limit.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
+import { bumpWindow } from '../../src/store/window-counter.js'
 import { buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
 import { emailBody, sendEmail, sendSms, smsBody, userWith } from '../helpers/messaging.js'
 import { type ProviderStandIn, startProviderStandIn } from '../helpers/providers.js'
@@ -175,5 +178,43 @@ describe('messaging: access', () => {
     const key = (await createUser(t)).apiKey
     const res = await sendEmail(t, target.id, emailBody({ provider: undefined }), key)
     expect(res.statusCode).toBe(400)
+  })
+})
+
+describe('messaging: per-user hourly limit', () => {
+  let standIn: ProviderStandIn
+  let t: TestApp
+  const clock = new ManualClock('2030-01-01T00:00:00.000Z')
+
+  beforeAll(async () => {
+    standIn = await startProviderStandIn()
+    t = await buildTestApp({ providers: standIn.config(), clock })
+  })
+  afterAll(async () => {
+    await t?.close()
+    await standIn?.close()
+  })
+
+  it(`sends at most ${MESSAGES_PER_USER.max} messages an hour to one user, whoever asks`, async () => {
+    const target = await userWith(t, { email: 'limit@example.com', phone: '+15558675309' })
+    const other = await userWith(t, { email: 'other@example.com', phone: '+15558675310' })
+    // The window already holds all but one message (as many earlier requests would leave it).
+    for (let i = 0; i < MESSAGES_PER_USER.max - 1; i++)
+      await bumpWindow(
+        t.deps.store.db,
+        `message\n${t.admin.account_id}\n${target.id}`,
+        clock.now(),
+        MESSAGES_PER_USER.windowMs,
+      )
+    const body = emailBody({ substitutions: {} })
+    expect((await sendEmail(t, target.id, body)).statusCode).toBe(200)
+    const over = await sendSms(t, target.id, smsBody())
+    expect(over.statusCode).toBe(429)
+    expect(errorOf(over).code).toBe('TOO_MANY_MESSAGES')
+    expect(standIn.requests.map((r) => r.provider)).toEqual(['sendgrid'])
+    // Other users are unaffected; after the hour the user can be messaged again.
+    expect((await sendEmail(t, other.id, body)).statusCode).toBe(200)
+    clock.advance(MESSAGES_PER_USER.windowMs)
+    expect((await sendEmail(t, target.id, body)).statusCode).toBe(200)
   })
 })

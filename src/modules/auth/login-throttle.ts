@@ -3,6 +3,7 @@ import { digestSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
+import { bumpWindow } from '../../store/window-counter.js'
 
 /**
  * Login failure limits, checked before any password hashing so a flood costs no argon2 work.
@@ -87,22 +88,8 @@ export class LoginThrottle {
     await this.db.deleteFrom('login_throttle').where('window_started_at', '<', cutoff).execute()
   }
 
-  /** One atomic upsert: a new window starts when the old one has run out. Returns the count. */
-  async #bump(key: string, now: Date, windowMs: number): Promise<number> {
-    const at = now.toISOString()
-    const cutoff = new Date(now.getTime() - windowMs).toISOString()
-    const row = await this.db
-      .insertInto('login_throttle')
-      .values({ key, window_started_at: at, failures: 1 })
-      .onConflict((oc) =>
-        oc.column('key').doUpdateSet({
-          failures: sql`case when login_throttle.window_started_at <= ${cutoff} then 1 else login_throttle.failures + 1 end`,
-          window_started_at: sql`case when login_throttle.window_started_at <= ${cutoff} then ${at} else login_throttle.window_started_at end`,
-        }),
-      )
-      .returning('failures')
-      .executeTakeFirstOrThrow()
-    return Number(row.failures)
+  #bump(key: string, now: Date, windowMs: number): Promise<number> {
+    return bumpWindow(this.db, key, now, windowMs)
   }
 
   async #isKnownClient(accountId: string, userId: string, client: string): Promise<boolean> {

@@ -13,6 +13,7 @@ import {
   resolveSubstitutions,
   type SmsInput,
 } from './message-input.js'
+import type { MessageRateLimit } from './message-rate-limit.js'
 import { EMAIL_FAILED, providerFailure, SMS_FAILED } from './provider-failure.js'
 import type { SendGridClient } from './sendgrid.client.js'
 import type { TwilioClient } from './twilio.client.js'
@@ -29,6 +30,7 @@ export class MessagingService {
     private readonly users: UsersService,
     private readonly sendgrid: SendGridClient,
     private readonly twilio: TwilioClient,
+    private readonly rateLimit: MessageRateLimit,
   ) {}
 
   /** The user's username and decrypted attributes: 404 when unknown, 400 when DEACTIVATED. */
@@ -51,6 +53,7 @@ export class MessagingService {
     )
     const substitutions = resolveSubstitutions(plan.substitutions, user)
     try {
+      await this.rateLimit.take(accountId, userId)
       const sent = await this.sendgrid.sendTemplate({
         apiKey: plan.apiKey,
         templateId: plan.templateId,
@@ -74,6 +77,7 @@ export class MessagingService {
       checkMediaUrl(resolveValueSpec(spec, user, `media_urls.${i}`), `media_urls.${i}`),
     )
     try {
+      await this.rateLimit.take(accountId, userId)
       const sent = await this.twilio.sendMessage({
         accountSid: plan.accountSid,
         username: plan.username,
