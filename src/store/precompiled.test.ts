@@ -255,3 +255,90 @@ describe.runIf(process.env.TEST_DATABASE === 'postgres')('precompiled on Postgre
     return store
   })
 })
+
+/** The users of the account A1, in a migrated store of their own. */
+async function seeded(open: () => Promise<Store>): Promise<Store> {
+  const store = await open()
+  await store.db.insertInto('accounts').values({ id: A1, created_at: T }).execute()
+  await store.db
+    .insertInto('users')
+    .values(USERS.filter((u) => u.account_id === A1))
+    .execute()
+  return store
+}
+
+const sqliteStore = async () => {
+  const store = openStore({ url: ':memory:' })
+  await migrateToLatest(store.db)
+  return store
+}
+
+describe('precompiled on several databases in one process', () => {
+  it('compiles once per database, its transactions included', async () => {
+    let builds = 0
+    const byName = precompiled((db: Executor, accountId: string, username: string) => {
+      builds++
+      return db
+        .selectFrom('users')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('username', '=', username)
+    })
+    const first = await seeded(sqliteStore)
+    const second = await seeded(sqliteStore)
+    try {
+      await second.db
+        .insertInto('users')
+        .values(user(A1, 'u9', 'zoe', 'ACTIVATED'))
+        .execute()
+      expect(ids(await byName(first.db, A1, 'alice'))).toEqual(['u1', 'u4'])
+      expect(await byName(first.db, A1, 'zoe')).toEqual([])
+      expect(ids(await byName(second.db, A1, 'zoe'))).toEqual(['u9'])
+      await second.db.transaction().execute(async (trx) => {
+        expect(ids(await byName(trx, A1, 'bob'))).toEqual(['u2'])
+      })
+      expect(ids(await byName(first.db, A1, 'carol'))).toEqual(['u3'])
+      expect(builds).toBe(2)
+    } finally {
+      await first.close()
+      await second.close()
+    }
+  })
+
+  // Each engine has its own parameter syntax (`?` and `$1`): a query compiled for one cannot run
+  // on the other.
+  it.runIf(process.env.TEST_DATABASE === 'postgres')(
+    'runs the same query on SQLite and PostgreSQL alternately',
+    async () => {
+      const byName = precompiled((db: Executor, accountId: string, username: string) =>
+        db
+          .selectFrom('users')
+          .select(['id', 'status'])
+          .where('account_id', '=', accountId)
+          .where('username', '=', username)
+          .where('status', '!=', 'DEACTIVATED'),
+      )
+      const sqlite = await seeded(sqliteStore)
+      const postgres = await seeded(openTestStore)
+      try {
+        expect(postgres.dialect).toBe('postgres')
+        await postgres.db
+          .updateTable('users')
+          .set({ status: 'LOCKED' })
+          .where('id', '=', 'u1')
+          .execute()
+        for (let round = 0; round < 2; round++) {
+          expect(await byName(sqlite.db, A1, 'alice')).toEqual([{ id: 'u1', status: 'ACTIVATED' }])
+          expect(await byName(postgres.db, A1, 'alice')).toEqual([{ id: 'u1', status: 'LOCKED' }])
+          await postgres.db.transaction().execute(async (trx) => {
+            expect(await byName(trx, A1, 'bob')).toEqual([{ id: 'u2', status: 'LOCKED' }])
+          })
+          expect(await byName(sqlite.db, A1, 'carol')).toEqual([{ id: 'u3', status: 'PENDING' }])
+        }
+      } finally {
+        await sqlite.close()
+        await postgres.close()
+      }
+    },
+  )
+})

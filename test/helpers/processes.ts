@@ -1,17 +1,23 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import pg from 'pg'
 import { MasterKey } from '../../src/crypto/master-key.js'
+import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
+import { openStore, type Store } from '../../src/store/db.js'
 import { TEST_PG_URL, testDialect } from './store.js'
 
 const MAIN = ['--import', 'tsx', 'src/main.ts']
+const execFileAsync = promisify(execFile)
 
 export interface ServerProcess {
   url: string
   child: ChildProcess
+  /** Everything the process wrote to stdout and stderr so far (its log). */
+  output(): string
   stop(): Promise<void>
 }
 
@@ -22,6 +28,29 @@ export function cofferEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, COFFER_LOG_LEVEL: 'info', ...extra }
 }
 
+/** Runs one `coffer` command to its end; rejects when it exits non-zero (see cofferFails). */
+export function runCoffer(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ stdout: string; stderr: string }> {
+  return execFileAsync(process.execPath, [...MAIN, ...args], { env: cofferEnv(env) })
+}
+
+/** Runs one `coffer` command that must fail; throws if it succeeds. */
+export async function cofferFails(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout } = await runCoffer(args, env)
+    throw new Error(`coffer ${args.join(' ')} succeeded: ${stdout}`)
+  } catch (e) {
+    const failed = e as { code?: unknown; stdout?: string; stderr?: string }
+    if (typeof failed.code !== 'number') throw e
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' }
+  }
+}
+
 /** Starts `coffer serve` as its own process; resolves once it listens. */
 export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...MAIN, 'serve'], {
@@ -30,29 +59,31 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
     env: cofferEnv({ COFFER_PORT: '0', COFFER_SERVE: 'api', ...env }),
   })
   let out = ''
+  let listening = false
+  const exited = () => child.exitCode !== null || child.signalCode !== null
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       reject(new Error(`server did not start: ${out}`))
     }, 30_000)
+    // Collects the whole log, also after the start: tests read it (and the pipes never fill).
     const onData = (chunk: Buffer) => {
       out += chunk.toString()
-      const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
-      if (m) {
-        clearTimeout(timer)
-        child.stdout?.off('data', onData)
-        child.stderr?.off('data', onData)
-        resolve({
-          url: m[1] as string,
-          child,
-          stop: async () => {
-            if (child.exitCode !== null) return
-            const done = new Promise((r) => child.once('exit', r))
-            child.kill('SIGTERM')
-            await done
-          },
-        })
-      }
+      const m = listening ? null : /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+      if (!m) return
+      listening = true
+      clearTimeout(timer)
+      resolve({
+        url: m[1] as string,
+        child,
+        output: () => out,
+        stop: async () => {
+          if (exited()) return
+          const done = new Promise((r) => child.once('exit', r))
+          child.kill('SIGTERM')
+          await done
+        },
+      })
     }
     child.stdout?.on('data', onData)
     child.stderr?.on('data', onData)
@@ -66,7 +97,12 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
 export interface SharedDatabase {
   /** COFFER_* settings that point a process at the shared database with the shared key. */
   env: (dataDir: string) => Record<string, string>
+  /** The key the server processes get, for an app of the test process on the same data. */
+  masterKey: MasterKey
+  /** A fresh temporary folder, removed by drop(). */
   dataDir(): string
+  /** A store of the test process itself on the same database (close it before drop()). */
+  open(): Store
   drop(): Promise<void>
 }
 
@@ -81,7 +117,7 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
     dirs.push(dir)
     return dir
   }
-  const masterKey = MasterKey.generate().toBase64()
+  const masterKey = MasterKey.generate()
   let url: string
   let dropSchema = async () => {}
   if (testDialect === 'postgres') {
@@ -106,9 +142,12 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
     env: (dir) => ({
       COFFER_DATA_DIR: dir,
       COFFER_DATABASE_URL: url,
-      COFFER_MASTER_KEY: masterKey,
+      COFFER_MASTER_KEY: masterKey.toBase64(),
     }),
+    masterKey,
     dataDir,
+    // The same URL the servers get: the SQLite file, or PostgreSQL with the schema in `options`.
+    open: () => openStore({ url, pgPoolSize: 3 }),
     drop: async () => {
       await dropSchema()
       for (const d of dirs) rmSync(d, { recursive: true, force: true })
@@ -117,6 +156,6 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
 }
 
 /** The admin credentials the first start of an empty database wrote into its data folder. */
-export function bootstrapCredentials(dataDir: string): { account_id: string; api_key: string } {
+export function bootstrapCredentials(dataDir: string): AccountCredentials {
   return JSON.parse(readFileSync(join(dataDir, 'bootstrap-credentials.json'), 'utf8'))
 }
