@@ -846,7 +846,9 @@ const MAIN = ['--import', 'tsx', 'src/main.ts']
 function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env }
   for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  return { ...base, COFFER_LOG_LEVEL: 'info', ...extra }
+  // The main API only: the consent listener would want port 8081 (taken by a parallel test) and,
+  // on PostgreSQL, a consent secret, neither of which these tests are about.
+  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_SERVE: 'api', ...extra }
 }
 
 interface CliResult {

@@ -400,7 +400,13 @@ describe.skipIf(testDialect !== 'sqlite')('first start', () => {
     const env: NodeJS.ProcessEnv = { ...process.env }
     for (const k of Object.keys(env)) if (k.startsWith('COFFER_')) delete env[k]
     const started = run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-      env: { ...env, COFFER_DATA_DIR: dir, COFFER_PORT: '0', COFFER_LOG_LEVEL: 'silent' },
+      env: {
+        ...env,
+        COFFER_DATA_DIR: dir,
+        COFFER_PORT: '0',
+        COFFER_SERVE: 'api',
+        COFFER_LOG_LEVEL: 'silent',
+      },
       timeout: 20_000,
     })
     await expect(started).rejects.toMatchObject({ code: 1 })
