@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
+import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
@@ -79,25 +80,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     }
     done(null, payload)
   })
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.header('cache-control', 'no-store')
-    reply.header('x-content-type-options', 'nosniff')
-    done()
-  })
-  if (logger !== false) {
-    app.addHook('onResponse', (request, reply, done) => {
-      request.log.info(
-        {
-          method: request.method,
-          route: request.routeOptions.url,
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime),
-        },
-        'request',
-      )
-      done()
-    })
-  }
+  addResponseHeaders(app)
+  if (logger !== false) addRequestLog(app, 'request')
 
   await app.register(swagger, {
     openapi: {

@@ -9,6 +9,7 @@ import Fastify, {
 } from 'fastify'
 import { LOG_SERIALIZERS } from './app.js'
 import type { Deps } from './deps.js'
+import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 
@@ -98,25 +99,8 @@ export async function buildConsentApp(
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
   })
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.header('cache-control', 'no-store')
-    reply.header('x-content-type-options', 'nosniff')
-    done()
-  })
-  if (logger !== false) {
-    app.addHook('onResponse', (request, reply, done) => {
-      request.log.info(
-        {
-          method: request.method,
-          route: request.routeOptions.url,
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime),
-        },
-        'consent request',
-      )
-      done()
-    })
-  }
+  addResponseHeaders(app)
+  if (logger !== false) addRequestLog(app, 'consent request')
   app.setErrorHandler(handleError)
   app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))
 
