@@ -76,6 +76,17 @@ export async function buildConsentApp(
     // A GET creates a record: HEAD must not do so silently.
     exposeHeadRoutes: false,
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+    // A request too malformed to parse never reaches the app: answer it in the consent shape,
+    // uncached, as every other answer.
+    clientErrorHandler: (_error, socket) => {
+      if (socket.destroyed || !socket.writable) return
+      const body = JSON.stringify({ error: 'Bad request' })
+      socket.end(
+        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+          `Cache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+          `Connection: close\r\n\r\n${body}`,
+      )
+    },
   })
 
   // Whatever the content type (sendBeacon sends text/plain), a body is JSON or a 400.

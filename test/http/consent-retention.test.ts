@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/lib/clock.js'
 import {
@@ -106,7 +108,9 @@ describe('retention: a choice lasts 180 days, opt-outs forever', () => {
         consentAdvertising: null,
         consentTargetedAdvertising: false,
         optedOut: true,
-        implicit: true,
+        // The kept opt-outs are an explicit choice on an existing record.
+        implicit: false,
+        isExisting: true,
       })
     }
   })
@@ -166,5 +170,80 @@ describe('retention: a choice lasts 180 days, opt-outs forever', () => {
       .where('action', '=', 'lapsed')
       .execute()
     expect(lapsed).toHaveLength(1)
+  })
+})
+
+describe('retention edges', () => {
+  let t: ConsentTestApp
+  const clock = new ManualClock(START)
+
+  beforeAll(async () => {
+    t = await buildConsentTestApp({ clock })
+  })
+  afterAll(() => t.close())
+
+  it('refuses a token handed out in the very second of the lapse, before it', async () => {
+    const choiceAt = new Date('2026-01-10T09:00:00.500Z').getTime()
+    clock.set(new Date(choiceAt))
+    const q = emailQuery(`edge-${++seq}@example.com`)
+    recordOf(await t.post({ jwt: recordOf(await t.get(q)).jwt, consentAnalytics: true }))
+    clock.set(new Date(choiceAt + 180 * DAY - 300))
+    const early = recordOf(await t.get(q)).jwt
+    clock.set(new Date(choiceAt + 180 * DAY + 100))
+    const after = recordOf(await t.get(q))
+    expect(after.consentAnalytics).toBeNull()
+    expectConsentError(await t.post({ jwt: early, consentAnalytics: true }), 404, NO_RECORD)
+    recordOf(await t.post({ jwt: after.jwt, consentAnalytics: false }))
+  })
+
+  it('records a change after a lapse against where the consumer is now', async () => {
+    clock.set(START)
+    const email = `edge-${++seq}@example.com`
+    const q = emailQuery(email)
+    recordOf(await t.post({ jwt: recordOf(await t.get(q)).jwt, consentAnalytics: true }))
+    clock.set(new Date(new Date(START).getTime() + 200 * DAY))
+    const moved = { ...q, privacy_center_id: 'pc-moved' }
+    recordOf(await t.post({ jwt: recordOf(await t.get(moved)).jwt, consentAnalytics: true }))
+    const digest = t.deps.consent.keys.digest(q.shop as string, email)
+    const events = await t.store.db
+      .selectFrom('consent_events')
+      .selectAll()
+      .where('consumer_digest', '=', digest)
+      .orderBy('at')
+      .execute()
+    expect(events.map((e) => e.action)).toEqual(['created', 'updated', 'lapsed', 'updated'])
+    expect(events.at(-1)?.privacy_center_id).toBe('pc-moved')
+  })
+
+  it('counts the 100-character limits in characters, not UTF-16 units', async () => {
+    clock.set(START)
+    const ok = recordOf(
+      await t.get({ ...emailQuery(`edge-${++seq}@example.com`), shop: '🛍'.repeat(100) }),
+    )
+    expect(ok.isExisting).toBe(false)
+    const tooLong = await t.get({
+      ...emailQuery(`edge-${++seq}@example.com`),
+      shop: '🛍'.repeat(101),
+    })
+    expect(tooLong.statusCode).toBe(400)
+  })
+
+  it('answers a request too malformed to parse in its own shape, uncached', async () => {
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = t.app.server.address() as AddressInfo
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = ''
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write('GET /api/v1/cmp/consent HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n'),
+      )
+      socket.on('data', (chunk) => {
+        text += chunk.toString()
+      })
+      socket.on('end', () => resolve(text))
+      socket.on('error', reject)
+    })
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+    expect(answer).toMatch(/\r\nCache-Control: no-store\r\n/i)
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"error":"Bad request"}')
   })
 })

@@ -70,11 +70,14 @@ function single(pairs: QueryPairs): Map<string, string> {
   return values
 }
 
+/** Characters as people count them (code points), not UTF-16 units: an emoji is one. */
+const chars = (text: string) => [...text].length
+
 export function parseConsentQuery(pairs: QueryPairs): ConsentQuery {
   const q = single(pairs)
   const provider = q.get('provider') ?? ''
   if (provider === '') throw consentErrors.providerRequired()
-  if (provider.length > MAX_TEXT) throw consentErrors.tooLong('provider', MAX_TEXT)
+  if (chars(provider) > MAX_TEXT) throw consentErrors.tooLong('provider', MAX_TEXT)
   if (provider !== 'storefront' && provider !== 'email') throw consentErrors.providerInvalid()
 
   const shop = q.get('shop') ?? ''
@@ -83,11 +86,11 @@ export function parseConsentQuery(pairs: QueryPairs): ConsentQuery {
       ? consentErrors.shopRequiredStorefront()
       : consentErrors.shopRequiredEmail()
   }
-  if (shop.length > MAX_TEXT) throw consentErrors.tooLong('shop', MAX_TEXT)
+  if (chars(shop) > MAX_TEXT) throw consentErrors.tooLong('shop', MAX_TEXT)
 
   const privacyCenterId = q.get('privacy_center_id') ?? ''
   if (privacyCenterId === '') throw consentErrors.privacyCenterRequired()
-  if (privacyCenterId.length > MAX_TEXT) throw consentErrors.tooLong('privacy_center_id', MAX_TEXT)
+  if (chars(privacyCenterId) > MAX_TEXT) throw consentErrors.tooLong('privacy_center_id', MAX_TEXT)
 
   let email: string | undefined
   if (provider === 'email') {
@@ -104,7 +107,7 @@ export function parseConsentQuery(pairs: QueryPairs): ConsentQuery {
   let customerId: string | undefined
   if (provider === 'storefront') {
     customerId = q.get('logged_in_customer_id')
-    if (customerId !== undefined && customerId.length > MAX_TEXT) {
+    if (customerId !== undefined && chars(customerId) > MAX_TEXT) {
       throw consentErrors.tooLong('logged_in_customer_id', MAX_TEXT)
     }
   }

@@ -34,5 +34,9 @@ export function columnsOf(preferences: Preferences): PreferenceColumns {
 }
 
 export function viewOf(row: ConsentRecordRow, jwt: string, isExisting: boolean): ConsentView {
-  return { jwt, ...preferencesOf(row), implicit: row.choice_at === null, isExisting }
+  const preferences = preferencesOf(row)
+  // Implicit: no explicit preference in force (a lapsed choice's kept opt-outs still are one).
+  const explicit =
+    row.choice_at !== null || PREFERENCE_FIELDS.some((field) => preferences[field] !== null)
+  return { jwt, ...preferences, implicit: !explicit, isExisting }
 }

@@ -82,7 +82,13 @@ export async function resetLapsed(
   shop: string,
   digest: string,
   lapsedChoiceAt: string,
-  values: PreferenceColumns & { token_epoch: number; updated_at: string },
+  values: PreferenceColumns & {
+    token_epoch: number
+    updated_at: string
+    last_provider: string
+    last_privacy_center_id: string
+    last_client_id: string | null
+  },
 ): Promise<boolean> {
   const result = await db
     .updateTable('consent_records')

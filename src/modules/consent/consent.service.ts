@@ -68,8 +68,9 @@ export class ConsentService {
     if (!row) {
       ;({ row, existing } = await this.#create(query, identifier, digest, now, evidence))
     } else if (isLapsed(dateOrNull(row.choice_at), now)) {
-      row = await this.#restart(row, now)
-      existing = false
+      row = await this.#restart(row, now, query)
+      // A kept opt-out is still an explicit choice on an existing record.
+      existing = hasAnyPreference(row)
     } else if (
       row.last_provider !== query.provider ||
       row.last_privacy_center_id !== query.privacyCenterId ||
@@ -80,7 +81,8 @@ export class ConsentService {
     const jwt = this.tokens.sign({
       consumerIdentifier: identifier,
       consumerPartition: query.shop,
-      iat: seconds(now),
+      // Never before the lapse epoch: tokens from before a lapse are refused by `iat`.
+      iat: Math.max(seconds(now), Number(row.token_epoch)),
     })
     return viewOf(row, jwt, existing)
   }
@@ -187,13 +189,20 @@ export class ConsentService {
    * A lapsed choice reads as unknown again: preferences reset (opt-outs kept), tokens issued
    * before the lapse refused, and a `lapsed` event dated at the moment it lapsed.
    */
-  async #restart(row: repo.ConsentRecordRow, now: Date): Promise<repo.ConsentRecordRow> {
+  async #restart(
+    row: repo.ConsentRecordRow,
+    now: Date,
+    query: ConsentQuery,
+  ): Promise<repo.ConsentRecordRow> {
     const lapsedAt = lapsesAt(dateOrNull(row.choice_at)) as Date
     const before = preferencesOf(row)
     const after = afterLapse(before)
     const values = {
       ...columnsOf(after),
-      token_epoch: seconds(lapsedAt),
+      // Rounded up: a token issued in the very second of the lapse, before it, is refused too.
+      token_epoch: Math.ceil(lapsedAt.getTime() / 1000),
+      // The next change is recorded against where the consumer is now, not before the lapse.
+      ...lastSeen(query, row.last_client_id),
       updated_at: now.toISOString(),
     }
     const choiceAt = row.choice_at as string
@@ -248,4 +257,9 @@ function evidenceColumns(evidence: RequestEvidence) {
     gpc: evidence.gpc ? 1 : 0,
     user_agent: evidence.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
   }
+}
+
+function hasAnyPreference(row: repo.ConsentRecordRow): boolean {
+  const preferences = preferencesOf(row)
+  return PREFERENCE_FIELDS.some((field) => preferences[field] !== null)
 }
