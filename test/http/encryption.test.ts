@@ -35,6 +35,7 @@ import {
   type TestApp,
   unb64,
 } from '../helpers/app.js'
+import { cofferEnv } from '../helpers/processes.js'
 import { TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
@@ -843,13 +844,9 @@ describe('plaintext attributes from an older version', () => {
 
 const MAIN = ['--import', 'tsx', 'src/main.ts']
 
-function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { ...process.env }
-  for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  // The main API only: the consent listener would want port 8081 (taken by a parallel test) and,
-  // on PostgreSQL, a consent secret, neither of which these tests are about.
-  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_SERVE: 'api', ...extra }
-}
+/** The main API only: the consent listener would want port 8081 (taken by a parallel test) and,
+ * on PostgreSQL, a consent secret, neither of which these tests are about. */
+const cliEnv = (extra: Record<string, string>) => cofferEnv({ COFFER_SERVE: 'api', ...extra })
 
 interface CliResult {
   code: number | null

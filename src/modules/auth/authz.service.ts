@@ -23,9 +23,7 @@ export class AuthzService {
     const userPolicy = this.#compile(texts)
     if (principal.kind === 'user') return new Grants([userPolicy], { userId })
     // A SAT is bounded by every SAT that minted it and by its creator: every layer must allow.
-    const layers = [principal.policy, ...principal.ancestorPolicies].map((p) =>
-      this.#compile([JSON.stringify(p)]),
-    )
+    const layers = [principal.policy, ...principal.ancestorPolicies].map((p) => this.#compile([p]))
     return new Grants([...layers, userPolicy], { userId })
   }
 

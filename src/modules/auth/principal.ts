@@ -1,4 +1,4 @@
-import type { Grants, PolicyStatement } from '../../policy/index.js'
+import type { Grants } from '../../policy/index.js'
 
 /** Credential kinds the spec names per endpoint. */
 export type CredentialKind = 'api_key' | 'access_token' | 'sat'
@@ -36,9 +36,10 @@ export interface SatPrincipal {
   accountId: string
   satId: string
   creatorId: string
-  policy: PolicyStatement[]
-  /** Policies of the SATs that minted this one, nearest first (empty when a user did). */
-  ancestorPolicies: PolicyStatement[][]
+  /** Its policy as stored (JSON text): compiled policies are cached by their text. */
+  policy: string
+  /** Policies (JSON texts) of the SATs that minted this one, nearest first (none: a user did). */
+  ancestorPolicies: string[]
   /** Whether it has a use limit (such a token may not mint others: they would outlive it). */
   limited: boolean
 }

@@ -48,7 +48,7 @@ export interface SmsPlan {
 }
 
 // Printable ASCII without spaces: a key travels in an HTTP header as is.
-const HEADER_SAFE = /^[\x21-\x7e]+$/
+export const HEADER_SAFE = /^[\x21-\x7e]+$/
 const ACCOUNT_SID = /^[A-Za-z0-9_-]+$/
 const MAX_SUBSTITUTION_KEY = 255
 

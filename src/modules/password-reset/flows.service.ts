@@ -6,7 +6,11 @@ import { resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { Actor } from '../auth/principal.js'
 import { checkEmail } from '../messaging/address-checks.js'
-import { checkSubstitutionKey } from '../messaging/message-input.js'
+import {
+  checkSubstitutionKey,
+  HEADER_SAFE,
+  resolveSubstitutions,
+} from '../messaging/message-input.js'
 import type { SendGridTemplateMessage } from '../messaging/sendgrid.client.js'
 import { parseValueSpec, resolveValueSpec, type ValueSpec } from '../messaging/value-spec.js'
 import type { SatsService } from '../sats/sats.service.js'
@@ -22,7 +26,6 @@ const MAX_NAME = 255
 const MAX_TEMPLATE_ID = 255
 const MAX_API_KEY = 1024
 const MAX_USERNAME = 255
-const HEADER_SAFE = /^[\x21-\x7e]+$/
 /** A user gets at most one reset email a minute from one flow. */
 export const RESEND_COOLDOWN_MS = 60_000
 /** Reset emails being sent at once; beyond, requests are answered as usual and dropped. */
@@ -209,12 +212,10 @@ export class PasswordResetFlowsService {
       RESEND_COOLDOWN_MS,
     )
     if (!token) return
-    const substitutions: Record<string, string> = Object.create(null)
-    for (const [key, spec] of Object.entries(
-      JSON.parse(flow.substitutions) as Record<string, ValueSpec>,
-    )) {
-      substitutions[key] = resolveValueSpec(spec, target, `substitutions.${key}`)
-    }
+    const substitutions = resolveSubstitutions(
+      Object.entries(JSON.parse(flow.substitutions) as Record<string, ValueSpec>),
+      target,
+    )
     substitutions[RESET_TOKEN_TAG] = Buffer.from(`${token.username}:${token.password}`).toString(
       'base64',
     )

@@ -56,23 +56,16 @@ export class SatsService implements ScopedTokenResolver {
     const notValidAfter = validateExpiry(input.not_valid_after, now)
     const allowedUses = validateAllowedUses(input.allowed_uses)
     this.assertMayMint(principal)
-    const secret = randomSecret()
-    const row: repo.SatRow = {
-      account_id: principal.accountId,
-      id: newId(now.getTime()),
-      creator_id: principal.kind === 'sat' ? principal.creatorId : principal.userId,
-      parent_id: principal.kind === 'sat' ? principal.satId : null,
+    const { row, password } = await this.#mint({
+      accountId: principal.accountId,
+      creatorId: principal.kind === 'sat' ? principal.creatorId : principal.userId,
+      parentId: principal.kind === 'sat' ? principal.satId : null,
       name,
-      policy: JSON.stringify(policy),
-      not_valid_after: notValidAfter.text,
-      expires_at: notValidAfter.iso,
-      allowed_uses: allowedUses,
-      consumed_uses: 0,
-      secret_digest: digestSecret(secret),
-      created_at: now.toISOString(),
-    }
-    await repo.insert(this.db, row)
-    return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password: secret } }
+      policy,
+      notValidAfter,
+      allowedUses,
+    })
+    return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password } }
   }
 
   /** Whether the principal may create SATs at all (checked before a SAT's use is taken). */
@@ -107,25 +100,42 @@ export class SatsService implements ScopedTokenResolver {
     expiresAt: Date
     allowedUses: number
   }): Promise<{ id: string; username: string; password: string }> {
-    const now = this.clock.now()
-    const secret = randomSecret()
-    const id = newId(now.getTime())
     const iso = input.expiresAt.toISOString()
-    await repo.insert(this.db, {
+    const { row, password } = await this.#mint({
+      ...input,
+      notValidAfter: { text: iso, iso },
+    })
+    return { id: row.id, username: `${SAT_PREFIX}${row.id}`, password }
+  }
+
+  /** Stores a new SAT; its secret exists only in the returned value, the row holds a digest. */
+  async #mint(input: {
+    accountId: string
+    creatorId: string
+    parentId: string | null
+    name: string
+    policy: PolicyStatement[]
+    notValidAfter: { text: string; iso: string }
+    allowedUses: number | null
+  }): Promise<{ row: repo.SatRow; password: string }> {
+    const now = this.clock.now()
+    const password = randomSecret()
+    const row: repo.SatRow = {
       account_id: input.accountId,
-      id,
+      id: newId(now.getTime()),
       creator_id: input.creatorId,
       parent_id: input.parentId,
       name: input.name,
       policy: JSON.stringify(input.policy),
-      not_valid_after: iso,
-      expires_at: iso,
+      not_valid_after: input.notValidAfter.text,
+      expires_at: input.notValidAfter.iso,
       allowed_uses: input.allowedUses,
       consumed_uses: 0,
-      secret_digest: digestSecret(secret),
+      secret_digest: digestSecret(password),
       created_at: now.toISOString(),
-    })
-    return { id, username: `${SAT_PREFIX}${id}`, password: secret }
+    }
+    await repo.insert(this.db, row)
+    return { row, password }
   }
 
   /**
@@ -209,13 +219,13 @@ export class SatsService implements ScopedTokenResolver {
     if (!row || !matches) return null
     const now = this.clock.now().toISOString()
     if (!isLive(row, now) || !USABLE_CREATOR.has(row.creator_status)) return null
-    const ancestorPolicies: PolicyStatement[][] = []
+    const ancestorPolicies: string[] = []
     for (let parentId = row.parent_id; parentId !== null; ) {
       const parent = await repo.find(this.db, row.account_id, parentId)
       // An ancestor that is gone or expired has no permissions left to lend.
       if (!parent || parent.expires_at <= now || ancestorPolicies.length >= MAX_SAT_DEPTH)
         return null
-      ancestorPolicies.push(JSON.parse(parent.policy))
+      ancestorPolicies.push(parent.policy)
       parentId = parent.parent_id
     }
     return {
@@ -223,7 +233,7 @@ export class SatsService implements ScopedTokenResolver {
       accountId: row.account_id,
       satId: row.id,
       creatorId: row.creator_id,
-      policy: JSON.parse(row.policy),
+      policy: row.policy,
       ancestorPolicies,
       limited: row.allowed_uses !== null,
     }
