@@ -27,11 +27,27 @@ function check(result: MigrationResultSet): void {
   }
 }
 
+/**
+ * Kysely looks for its migration tables by listing the tables of *every* schema on PostgreSQL; a
+ * schema dropped meanwhile by someone else (another tenant's teardown, a parallel test file)
+ * fails that listing with `invalid_schema_name`. Nothing was migrated then: it is safe to retry.
+ */
+function droppedMidListing(error: unknown): boolean {
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | undefined
+  return e?.code === '3F000' || e?.cause?.code === '3F000'
+}
+
 /** Brings the schema up to date; safe to call on every start. */
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const result = await (await migrator(db)).migrateToLatest()
-  check(result)
-  return (result.results ?? []).map((r) => r.migrationName)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await (await migrator(db)).migrateToLatest()
+      check(result)
+      return (result.results ?? []).map((r) => r.migrationName)
+    } catch (error) {
+      if (attempt >= 3 || !droppedMidListing(error)) throw error
+    }
+  }
 }
 
 export async function migrateDownAll(db: Kysely<Database>): Promise<void> {
