@@ -64,6 +64,17 @@ describe('policy size', () => {
     expect(big.statusCode).toBe(400)
     expect(errorOf(big).message).toBe('policy must be at most 65536 bytes as JSON')
   })
+
+  it('counts UTF-8 bytes, not characters', async () => {
+    // 'é' is two bytes: 40 resources of 1,000 are 40,000 characters but over 80,000 bytes.
+    const resources = Array.from({ length: 40 }, () => `${'é'.repeat(1000)}::`)
+    const res = await mint(
+      { auth: t.admin.api_key },
+      { policy: [{ Resources: resources, Activities: 'R' }] },
+    )
+    expect(res.statusCode, res.body).toBe(400)
+    expect(errorOf(res).message).toBe('policy must be at most 65536 bytes as JSON')
+  })
 })
 
 describe('which SATs may mint', () => {
