@@ -68,7 +68,7 @@ const onUserUpdate = (req: FastifyRequest): Requirement =>
 function updatedFields(req: FastifyRequest): string[] {
   const body = (req.body ?? {}) as Record<string, unknown>
   return Object.keys(UpdateUserForm.properties).filter(
-    (k) => body[k] !== undefined && !(k === 'status' && body[k] === '') && body[k] !== null,
+    (k) => body[k] !== undefined && !(k === 'status' && body[k] === ''),
   )
 }
 
