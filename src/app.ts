@@ -112,7 +112,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   )
 
   await authRoutes(app, deps)
-  await userRoutes(app, deps.users, deps.groups, deps.clock)
+  await userRoutes(app, deps.users, deps.groups)
   await groupRoutes(app, deps.groups)
   await vaultRoutes(app, deps.vaults)
   await documentRoutes(app, deps.documents)

@@ -54,3 +54,14 @@ describe('config: messaging providers', () => {
     ])
   })
 })
+
+describe('config: access-token life', () => {
+  it('caps access tokens at 30 days unless COFFER_ACCESS_TOKEN_MAX_DAYS says otherwise', () => {
+    expect(loadConfig({}).accessTokenMaxDays).toBe(30)
+    expect(loadConfig({ COFFER_ACCESS_TOKEN_MAX_DAYS: '3650' }).accessTokenMaxDays).toBe(3650)
+    for (const bad of ['0', '3651', '1.5', 'x'])
+      expect(problemsOf({ COFFER_ACCESS_TOKEN_MAX_DAYS: bad })).toEqual([
+        'COFFER_ACCESS_TOKEN_MAX_DAYS must be an integer from 1 to 3650',
+      ])
+  })
+})

@@ -31,6 +31,8 @@ export interface Config {
   providers: ProviderConfig
   /** Life of the single-use credential a password reset email carries. */
   passwordResetTtlMinutes: number
+  /** Longest life an access token may be given (login, user routes), in days. */
+  accessTokenMaxDays: number
   /** The consent API's listener (design.md: port 8081); its address defaults to `host`. */
   consentPort: number
   consentHost: string
@@ -193,6 +195,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(resetTtl) || resetTtl < 1 || resetTtl > 1440) {
     problems.push('COFFER_PASSWORD_RESET_TTL_MINUTES must be an integer from 1 to 1440')
   }
+  const tokenMaxDays = Number(env.COFFER_ACCESS_TOKEN_MAX_DAYS || 30)
+  if (!Number.isInteger(tokenMaxDays) || tokenMaxDays < 1 || tokenMaxDays > 3650) {
+    problems.push('COFFER_ACCESS_TOKEN_MAX_DAYS must be an integer from 1 to 3650')
+  }
   const serve = (env.COFFER_SERVE || 'both') as ServeMode
   if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
   const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
@@ -220,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     s3,
     providers: providers(env, problems),
     passwordResetTtlMinutes: resetTtl,
+    accessTokenMaxDays: tokenMaxDays,
     consentPort: port('COFFER_CONSENT_PORT', env.COFFER_CONSENT_PORT, 8081, problems),
     consentHost: env.COFFER_CONSENT_HOST || env.COFFER_HOST || '127.0.0.1',
     serve,

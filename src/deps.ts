@@ -72,6 +72,8 @@ export interface DepsOptions {
   providers?: ProviderConfig
   /** Life of a password reset email's credential (default 30 minutes). */
   passwordResetTtlMinutes?: number
+  /** Longest life an access token may be given, in days (default 30). */
+  accessTokenMaxDays?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -106,7 +108,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const hasher = new PasswordHasher(options.argon2)
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const indexer = new Indexer()
-  const credentials = new CredentialsService(db, clock)
+  const credentials = new CredentialsService(db, clock, options.accessTokenMaxDays)
   const groups = new GroupsService(db, clock)
   const vaults = new VaultsService(db, clock)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
@@ -174,7 +176,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     authz: new AuthzService(groups),
     groups,
     users,
-    login: new LoginService(db, clock, hasher, users, credentials, throttle, mfa),
+    login: new LoginService(db, hasher, users, credentials, throttle, mfa),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
     documents,

@@ -24,6 +24,14 @@ export type Access =
 
 export const USER_CREDENTIALS: CredentialKind[] = ['api_key', 'access_token']
 export const ANY_CREDENTIAL: CredentialKind[] = ['api_key', 'access_token', 'sat']
+export const API_KEY_ONLY: CredentialKind[] = ['api_key']
+
+/** The credential kinds a credential-vending route accepts for this request (see `vendsCredential`). */
+export function vendingKinds(request: FastifyRequest): CredentialKind[] | undefined {
+  const vends = request.routeOptions.config.vendsCredential
+  if (vends === undefined) return undefined
+  return vends === true ? API_KEY_ONLY : vends(request)
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -32,5 +40,14 @@ declare module 'fastify' {
     form?: boolean
     /** False for the few JSON answers that are not in the envelope (the OpenAPI document). */
     envelope?: boolean
+    /**
+     * Marks a route that vends or changes a credential (access token, API key, access/secret key
+     * pair, password). Such a request is API-key-only — the project rule, decision 49 — unless a
+     * function names the kinds *this* request accepts (the general user update decides by the
+     * fields it changes). Checked once the body is valid and before the policy, so a refused SAT
+     * spends no use. A test sends every marked route a SAT request that would vend or change a
+     * credential, so a new credential route cannot be forgotten.
+     */
+    vendsCredential?: true | ((request: FastifyRequest) => CredentialKind[])
   }
 }

@@ -10,7 +10,7 @@ import {
   type Principal,
   type ScopedTokenResolver,
 } from '../modules/auth/principal.js'
-import { type Access, ANY_CREDENTIAL, USER_CREDENTIALS } from './access.js'
+import { type Access, ANY_CREDENTIAL, USER_CREDENTIALS, vendingKinds } from './access.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,6 +18,10 @@ declare module 'fastify' {
     principal: Principal | null
     /** Set for routes with a `policy` rule: the caller and what they may do. */
     actor: Actor
+  }
+  interface FastifyInstance {
+    /** `METHOD /path` of every route marked `vendsCredential` (what the SAT table test covers). */
+    credentialRoutes: readonly string[]
   }
 }
 
@@ -86,6 +90,10 @@ async function authenticate(
   }
 }
 
+function kindNotAllowed(allowed: CredentialKind[]): AppError {
+  return errors.credentialKindNotAllowed(allowed.map((k) => k.replace('_', ' ')).join(' or '))
+}
+
 function unauthenticated(status: 400 | 401 | undefined): AppError {
   return status === 400 ? errors.invalidAuthorization() : errors.unauthenticated()
 }
@@ -97,6 +105,8 @@ function unauthenticated(status: 400 | 401 | undefined): AppError {
 export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
   app.decorateRequest('principal', null)
   app.decorateRequest('actor', null as unknown as Actor)
+  const credentialRoutes: string[] = []
+  app.decorate('credentialRoutes', credentialRoutes)
 
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {
@@ -105,6 +115,11 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
     }
     if (!route.config?.access)
       throw new Error(`route ${route.method} ${route.url} declares no access rule`)
+    if (route.config.vendsCredential) {
+      if ('public' in route.config.access)
+        throw new Error(`route ${route.method} ${route.url} vends credentials without one`)
+      for (const method of [route.method].flat()) credentialRoutes.push(`${method} ${route.url}`)
+    }
   })
 
   // Credentials are checked before the body is read: an anonymous client never makes us parse
@@ -117,7 +132,7 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
     const allowed = acceptedKinds(access)
     if (!allowed.includes(credentialKind(principal))) {
       if (access.invalidStatus === 400) throw errors.invalidAuthorization()
-      throw errors.credentialKindNotAllowed(allowed.map((k) => k.replace('_', ' ')).join(' or '))
+      throw kindNotAllowed(allowed)
     }
     request.principal = principal
   })
@@ -127,6 +142,10 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
     if (!access || 'public' in access) return
     const principal = request.principal
     if (!principal) throw errors.unauthenticated()
+    // A credential is vended or changed only for the kinds the route names for this request
+    // (default: API key only); a SAT can never turn itself into a wider or longer credential.
+    const vending = vendingKinds(request)
+    if (vending && !vending.includes(credentialKind(principal))) throw kindNotAllowed(vending)
     if ('policy' in access) {
       const grants = await deps.authz.grantsFor(principal)
       request.actor = { principal, grants }

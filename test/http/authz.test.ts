@@ -236,6 +236,8 @@ describe('route-level policy enforcement', () => {
       expect(put.statusCode, put.body).toBe(200)
       const out = await t.api.post('/v1/auth/logout', { auth: caller.accessToken })
       expect(out.statusCode, out.body).toBe(200)
+      const all = await t.api.post('/v1/auth/logout_all', { auth: caller.apiKey })
+      expect(all.statusCode, all.body).toBe(200)
     })
   })
 
@@ -259,6 +261,8 @@ describe('route-level policy enforcement', () => {
       }
       const logout = await t.api.post('/v1/auth/logout', { headers: h })
       expectDenied(logout, 'authentication_error')
+      const logoutAll = await t.api.post('/v1/auth/logout_all', { headers: h })
+      expectDenied(logoutAll, 'authentication_error')
     })
 
     it.each(headers)('%s: 400 on GET and PUT /v1/auth/me', async (_w, h) => {

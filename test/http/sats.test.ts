@@ -13,7 +13,9 @@ const inOneHour = () => new Date(clock.now().getTime() + 3_600_000).toISOString(
 const readVault = (id: string): PolicyStatement[] => [
   { Resources: [`Vault::${id}`], Activities: 'R' },
 ]
-const EVERYTHING: PolicyStatement[] = FULL_ACCESS_POLICY
+/** What a SAT needs in its own policy to create SATs (decision 50). */
+const MINT: PolicyStatement = { Resources: ['ScopedAccessToken::'], Activities: 'C' }
+const EVERYTHING: PolicyStatement[] = [...FULL_ACCESS_POLICY, MINT]
 
 type Creds = { username: string; password: string }
 
@@ -377,7 +379,10 @@ describe('authenticating with a SAT', () => {
 
 describe('SATs minted by SATs', () => {
   it('are bounded by every ancestor and managed by their parent', async () => {
-    const parent = await createSat({ auth: t.admin.api_key }, { policy: readVault(vaultA) })
+    const parent = await createSat(
+      { auth: t.admin.api_key },
+      { policy: [...readVault(vaultA), MINT] },
+    )
     const child = await createSat(
       { basic: parent.http_auth },
       { name: 'child', policy: EVERYTHING },

@@ -70,7 +70,7 @@ describe('user credentials, password and deletion', () => {
         account_id: t.admin.account_id,
         username: t.admin.username,
         password: t.admin.password,
-        not_valid_after: new Date(clock.now().getTime() + 365 * 24 * HOUR).toISOString(),
+        not_valid_after: new Date(clock.now().getTime() + 30 * 24 * HOUR).toISOString(),
       },
     })
     expect(res.statusCode).toBe(200)

@@ -61,7 +61,11 @@ describe.each(TRANSPORTS)('official SDK (%s): scoped access tokens', (transport)
     const vault = await admin.createVault(uniqueName())
     const parent = await admin.createScopedAccessToken(
       uniqueName(),
-      [{ Resources: ['Vault::.*'], Activities: 'CR' }],
+      [
+        { Resources: ['Vault::.*'], Activities: 'CR' },
+        // A SAT mints only when its own policy says so (decision 50).
+        { Resources: ['ScopedAccessToken::'], Activities: 'C' },
+      ],
       new Date(Date.now() + 60_000),
     )
     expect(parent.allowed_uses).toBeNull()

@@ -67,7 +67,13 @@ export class AccountsService {
       userIds: [],
     })
     const password = randomSecret(18)
-    const created = await this.users.create(accountId, { username, password, groupIds: [group.id] })
+    const created = await this.users.create(accountId, {
+      username,
+      password,
+      groupIds: [group.id],
+      credentials: {},
+    })
+    if (!created.apiKey) throw new Error('the admin user was created without an API key')
     return { account_id: accountId, username, password, api_key: created.apiKey }
   }
 }

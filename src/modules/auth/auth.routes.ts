@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { USER_CREDENTIALS } from '../../http/access.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json, isTrue } from '../../lib/input.js'
 import type { GroupsService } from '../groups/groups.service.js'
@@ -8,6 +9,7 @@ import type { UsersService } from '../users/users.service.js'
 import {
   LoginForm,
   LoginResponse,
+  LogoutAllResponse,
   LogoutResponse,
   MeQuery,
   MeResponse,
@@ -80,13 +82,38 @@ export async function authRoutes(
         summary: 'Log out: the access token used stops working',
         response: LogoutResponse,
       },
-      config: { access: { self: true, credentials: ['access_token'] } },
+      config: {
+        vendsCredential: () => ['access_token'],
+        access: { self: true, credentials: ['access_token'] },
+      },
     },
     async (req) => {
       const p = me(req)
       if (!(await services.credentials.revoke(p.accountId, p.credentialDigest)))
         throw errors.unauthenticated()
       return { logout: userView(p.user) }
+    },
+  )
+
+  r.post(
+    '/v1/auth/logout_all',
+    {
+      schema: {
+        tags,
+        summary: "Log out everywhere: every access token of the caller's user stops working",
+        response: LogoutAllResponse,
+      },
+      // Ending sessions is a user's act: an API key or an access token, never a SAT. API keys
+      // are not sessions and keep working.
+      config: {
+        vendsCredential: () => USER_CREDENTIALS,
+        access: { self: true, credentials: USER_CREDENTIALS },
+      },
+    },
+    async (req) => {
+      const p = me(req)
+      const ended = await services.credentials.endAllSessions(p.accountId, p.userId)
+      return { user: userView(p.user), ended_access_tokens: ended }
     },
   )
 

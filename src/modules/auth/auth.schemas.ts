@@ -18,3 +18,9 @@ export const MeQuery = FullQuery
 export const LoginResponse = responses(success({ user: UserV1 }))
 export const LogoutResponse = responses(success({ logout: UserV1 }))
 export const MeResponse = responses(success({ user: UserV1 }))
+export const LogoutAllResponse = responses(
+  success({
+    user: UserV1,
+    ended_access_tokens: Type.Integer({ description: 'how many access tokens ended' }),
+  }),
+)

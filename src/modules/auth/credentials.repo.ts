@@ -131,3 +131,20 @@ export async function deleteForUser(
   if (kind) q = q.where('kind', '=', kind)
   await q.execute()
 }
+
+/** Deletes the user's access tokens, all but `keepDigest` when given; returns how many. */
+export async function deleteAccessTokens(
+  db: Executor,
+  accountId: string,
+  userId: string,
+  keepDigest?: string,
+): Promise<number> {
+  let q = db
+    .deleteFrom('credentials')
+    .where('account_id', '=', accountId)
+    .where('user_id', '=', userId)
+    .where('kind', '=', 'access_token')
+  if (keepDigest !== undefined) q = q.where('digest', '!=', keepDigest)
+  const result = await q.executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

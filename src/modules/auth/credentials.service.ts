@@ -1,11 +1,16 @@
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
+import { errors } from '../../lib/errors.js'
+import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
 import type { ActiveCredential } from './credentials.repo.js'
 import * as repo from './credentials.repo.js'
 
 /** Default access-token life (spec, Limits). */
 export const ACCESS_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
+/** Default server-wide maximum access-token life (`COFFER_ACCESS_TOKEN_MAX_DAYS`). */
+export const DEFAULT_ACCESS_TOKEN_MAX_DAYS = 30
+const DAY_MS = 24 * 60 * 60 * 1000
 
 /**
  * API keys and access tokens: 256 random bits, shown once, stored only as SHA-256 digests and
@@ -16,6 +21,8 @@ export class CredentialsService {
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
+    /** Longest life a requested access token may have, in days (never below the 24 h default). */
+    private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
   ) {}
 
   resolve(secret: string): Promise<ActiveCredential | undefined> {
@@ -33,6 +40,20 @@ export class CredentialsService {
 
   defaultExpiry(): string {
     return new Date(this.clock.now().getTime() + ACCESS_TOKEN_TTL_MS).toISOString()
+  }
+
+  /**
+   * A requested access-token expiry as stored (normalized ISO text), or undefined for the default
+   * life. A session must end: beyond the maximum life, 400 naming `field`. Every route that
+   * issues an access token (login, user create and update, the token route) reads it here.
+   */
+  accessTokenExpiry(value: unknown, field: string): string | undefined {
+    if (value === undefined || value === '') return undefined
+    const now = this.clock.now()
+    const iso = parseFutureTime(value, field, now)
+    if (Date.parse(iso) - now.getTime() > this.maxTokenDays * DAY_MS)
+      throw errors.invalidField(field, `must be at most ${this.maxTokenDays} days from now`)
+    return iso
   }
 
   /** Issues a new access token; `expiresAt` defaults to 24 hours from now. */
@@ -72,6 +93,24 @@ export class CredentialsService {
   /** Logout: revokes exactly the token used. Returns false when it was already gone. */
   async revoke(accountId: string, digest: string): Promise<boolean> {
     return (await repo.deleteByDigest(this.db, accountId, digest)) > 0
+  }
+
+  /**
+   * Ends the user's sessions: every access token but `keepDigest` (the one a request came with).
+   * API keys are not sessions and stay. Returns how many ended.
+   */
+  revokeAccessTokens(
+    db: Executor,
+    accountId: string,
+    userId: string,
+    keepDigest?: string,
+  ): Promise<number> {
+    return repo.deleteAccessTokens(db, accountId, userId, keepDigest)
+  }
+
+  /** `POST /v1/auth/logout_all`: every access token of the user ends, the caller's included. */
+  endAllSessions(accountId: string, userId: string): Promise<number> {
+    return repo.deleteAccessTokens(this.db, accountId, userId)
   }
 
   /** Deactivation: every API key and access token of the user stops working. */

@@ -1,8 +1,6 @@
 import type { PasswordHasher } from '../../crypto/passwords.js'
-import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
-import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
 import { mfaErrors } from '../mfa/mfa.errors.js'
 import type { LoginCodeCheck } from '../mfa/mfa.service.js'
@@ -40,7 +38,6 @@ export interface LoginMfa {
 export class LoginService {
   constructor(
     private readonly db: Executor,
-    private readonly clock: Clock,
     private readonly hasher: PasswordHasher,
     private readonly users: UsersService,
     private readonly credentials: CredentialsService,
@@ -53,10 +50,7 @@ export class LoginService {
     const username = required(input.username, 'username')
     const password = required(input.password, 'password')
     if (!isUuid(accountId)) throw errors.invalidField('account_id', 'must be a valid UUID')
-    const expiresAt =
-      input.notValidAfter === undefined || input.notValidAfter === ''
-        ? undefined
-        : parseFutureTime(input.notValidAfter, 'not_valid_after', this.clock.now())
+    const expiresAt = this.credentials.accessTokenExpiry(input.notValidAfter, 'not_valid_after')
     const attempt = { accountId: accountId.toLowerCase(), username, client: input.client }
 
     await this.throttle.assertClientAllowed(attempt)

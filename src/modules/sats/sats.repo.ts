@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { PostgresAdapter, sql } from 'kysely'
 import type { Executor } from '../../store/executor.js'
 import type { ScopedAccessTokensTable } from '../../store/schema.js'
 
@@ -156,4 +156,37 @@ export async function removeIssued(
         .where('name', '=', name),
     )
     .execute()
+}
+
+/**
+ * Serializes SAT creation per user on PostgreSQL (a row lock on the creator, held to the end of
+ * the transaction), so a count taken after an insert sees every concurrent insert. SQLite has one
+ * writer at a time: nothing to lock.
+ */
+export async function lockCreator(db: Executor, accountId: string, userId: string): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return
+  await db
+    .selectFrom('users')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('id', '=', userId)
+    .forUpdate()
+    .execute()
+}
+
+/** Live SATs (unexpired, uses left) made for a user, or minted by one SAT. */
+export async function countLive(
+  db: Executor,
+  accountId: string,
+  owner: SatOwner,
+  now: string,
+): Promise<number> {
+  const row = await owned(db, accountId, owner)
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('expires_at', '>', now)
+    .where((eb) =>
+      eb.or([eb('allowed_uses', 'is', null), eb('consumed_uses', '<', eb.ref('allowed_uses'))]),
+    )
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
 }

@@ -3,7 +3,7 @@ import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { isUuid, newId } from '../../lib/ids.js'
 import { parseFutureTime } from '../../lib/input.js'
-import type { PolicyStatement } from '../../policy/index.js'
+import { CompiledPolicy, type PolicyStatement, resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { Principal, SatPrincipal, ScopedTokenResolver } from '../auth/principal.js'
 import { validatePolicy } from '../groups/groups.service.js'
@@ -14,6 +14,16 @@ export const MAX_SAT_NAME = 100
 /** A SAT minted by a SAT minted by …: the chain is walked on every request, so it is bounded. */
 export const MAX_SAT_DEPTH = 8
 const MAX_ALLOWED_USES = 2_147_483_647
+/**
+ * What a SAT's own policy must grant (C) for it to create SATs through the API. No group policy
+ * names it (the spec has no SAT resource), so only a token made for minting can mint: a public
+ * forgot-password SAT cannot (issue 10, finding 8). The server's own reset tokens need no grant.
+ */
+export const SAT_MINTING = resource('ScopedAccessToken', '')
+/** Live (unexpired, unspent) SATs one SAT may have minted through the API at a time. */
+export const MAX_LIVE_CHILDREN = 100
+/** Live SATs minted through the API for one user at a time, by the user or their SATs. */
+export const MAX_LIVE_SATS_PER_USER = 1000
 /** Users whose credentials still act (as for API keys and access tokens). */
 const USABLE_CREATOR = new Set(['ACTIVATED', 'PENDING'])
 
@@ -29,6 +39,17 @@ export interface SatView {
 
 export interface CreatedSat extends SatView {
   http_auth: { username: string; password: string }
+}
+
+/** A SAT about to be stored. */
+interface MintInput {
+  accountId: string
+  creatorId: string
+  parentId: string | null
+  name: string
+  policy: PolicyStatement[]
+  notValidAfter: { text: string; iso: string }
+  allowedUses: number | null
 }
 
 export interface SatInput {
@@ -56,7 +77,7 @@ export class SatsService implements ScopedTokenResolver {
     const notValidAfter = validateExpiry(input.not_valid_after, now)
     const allowedUses = validateAllowedUses(input.allowed_uses)
     this.assertMayMint(principal)
-    const { row, password } = await this.#mint({
+    const { row, password } = await this.#mintWithinLimits({
       accountId: principal.accountId,
       creatorId: principal.kind === 'sat' ? principal.creatorId : principal.userId,
       parentId: principal.kind === 'sat' ? principal.satId : null,
@@ -77,6 +98,13 @@ export class SatsService implements ScopedTokenResolver {
       throw errors.badRequest(
         'SAT_CANNOT_MINT',
         'A scoped access token with a use limit cannot create scoped access tokens',
+      )
+    }
+    const own = new CompiledPolicy(JSON.parse(principal.policy) as PolicyStatement[])
+    if (!own.allows('C', SAT_MINTING, { userId: principal.creatorId })) {
+      throw errors.badRequest(
+        'SAT_CANNOT_MINT',
+        'A scoped access token can create scoped access tokens only when its policy grants C on ScopedAccessToken::',
       )
     }
     if (principal.ancestorPolicies.length + 1 >= MAX_SAT_DEPTH) {
@@ -108,16 +136,45 @@ export class SatsService implements ScopedTokenResolver {
     return { id: row.id, username: `${SAT_PREFIX}${row.id}`, password }
   }
 
+  /**
+   * `#mint` for a SAT asked for through the API: the caller's live tokens are bounded, so nobody
+   * can fill the database with them (expired and spent ones do not count). The limits are
+   * checked after the insert in the same transaction, under a lock on the creator's row
+   * (PostgreSQL; SQLite has one writer), so concurrent requests on any node cannot overshoot.
+   */
+  async #mintWithinLimits(input: MintInput): Promise<{ row: repo.SatRow; password: string }> {
+    return this.db.transaction().execute(async (trx) => {
+      await repo.lockCreator(trx, input.accountId, input.creatorId)
+      const minted = await this.#mint(input, trx)
+      const now = this.clock.now().toISOString()
+      const live = await repo.countLive(trx, input.accountId, { creatorId: input.creatorId }, now)
+      if (live > MAX_LIVE_SATS_PER_USER)
+        throw errors.badRequest(
+          'TOO_MANY_SATS',
+          `A user may have at most ${MAX_LIVE_SATS_PER_USER} live scoped access tokens`,
+        )
+      if (input.parentId !== null) {
+        const children = await repo.countLive(
+          trx,
+          input.accountId,
+          { parentId: input.parentId },
+          now,
+        )
+        if (children > MAX_LIVE_CHILDREN)
+          throw errors.badRequest(
+            'TOO_MANY_CHILD_SATS',
+            `A scoped access token may have at most ${MAX_LIVE_CHILDREN} live tokens it created`,
+          )
+      }
+      return minted
+    })
+  }
+
   /** Stores a new SAT; its secret exists only in the returned value, the row holds a digest. */
-  async #mint(input: {
-    accountId: string
-    creatorId: string
-    parentId: string | null
-    name: string
-    policy: PolicyStatement[]
-    notValidAfter: { text: string; iso: string }
-    allowedUses: number | null
-  }): Promise<{ row: repo.SatRow; password: string }> {
+  async #mint(
+    input: MintInput,
+    db: Executor = this.db,
+  ): Promise<{ row: repo.SatRow; password: string }> {
     const now = this.clock.now()
     const password = randomSecret()
     const row: repo.SatRow = {
@@ -134,7 +191,7 @@ export class SatsService implements ScopedTokenResolver {
       secret_digest: digestSecret(password),
       created_at: now.toISOString(),
     }
-    await repo.insert(this.db, row)
+    await repo.insert(db, row)
     return { row, password }
   }
 
@@ -281,8 +338,13 @@ function view(row: repo.SatRow): SatView {
 export const MAX_SAT_POLICY_STATEMENTS = 100
 export const MAX_SAT_POLICY_MATCHERS = 500
 
+/** Stored bytes of a policy (its JSON text, UTF-8): a statement can hold a very long resource. */
+export const MAX_SAT_POLICY_BYTES = 64 * 1024
+
 function validateSatPolicy(value: unknown): PolicyStatement[] {
   const policy = validatePolicy(value)
+  if (Buffer.byteLength(JSON.stringify(policy)) > MAX_SAT_POLICY_BYTES)
+    throw errors.invalidField('policy', `must be at most ${MAX_SAT_POLICY_BYTES} bytes as JSON`)
   if (policy.length > MAX_SAT_POLICY_STATEMENTS)
     throw errors.invalidField('policy', `must hold at most ${MAX_SAT_POLICY_STATEMENTS} statements`)
   const matchers = policy.reduce((n, s) => n + s.Resources.length, 0)

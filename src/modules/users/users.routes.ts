@@ -1,10 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ANY_CREDENTIAL, API_KEY_ONLY, USER_CREDENTIALS } from '../../http/access.js'
 import { FullQuery } from '../../http/schemas.js'
-import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { decodeBase64Json, isTrue, parseFutureTime, parseIdList } from '../../lib/input.js'
+import { decodeBase64Json, isTrue, parseIdList } from '../../lib/input.js'
 import { type Requirement, resource } from '../../policy/index.js'
+import type { CredentialKind } from '../auth/principal.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import { userView, type ViewOptions } from './user-view.js'
 import type { UserRow } from './users.repo.js'
@@ -32,13 +33,21 @@ const param = (req: FastifyRequest) => (req.params as { user_id: string }).user_
 const onUser =
   (activity: 'R' | 'U' | 'D') =>
   (req: FastifyRequest): Requirement => ({ activity, resource: userRes(param(req)) })
-/** Setting a password: U on `User::ID::Password` or on the user itself (spec, policy table). */
-const onPassword = (req: FastifyRequest): Requirement => ({
-  anyOf: [
-    { activity: 'U', resource: resource('User', param(req), 'Password') },
-    { activity: 'U', resource: userRes(param(req)) },
-  ],
-})
+const passwordRes = (req: FastifyRequest) => resource('User', param(req), 'Password')
+/**
+ * Setting a password: U on `User::ID::Password` or on the user itself (spec, policy table). A SAT
+ * needs the password grant itself — the narrow path a reset token holds — so a SAT with U on a
+ * user (even on itself) can never take the account over.
+ */
+const onPassword = (req: FastifyRequest): Requirement =>
+  req.principal?.kind === 'sat'
+    ? { activity: 'U', resource: passwordRes(req) }
+    : {
+        anyOf: [
+          { activity: 'U', resource: passwordRes(req) },
+          { activity: 'U', resource: userRes(param(req)) },
+        ],
+      }
 /**
  * A password's rules, checked before the request is let through, so a too-short password does
  * not spend a single-use credential (a password reset token) on a 400.
@@ -52,14 +61,31 @@ async function checkPasswordEarly(req: FastifyRequest): Promise<void> {
  * The SDK's `updateUserPassword` sends the password alone to the general update: that needs only
  * the password grant (a password reset token holds no other), any other field the user grant.
  */
-const onUserUpdate = (req: FastifyRequest): Requirement => {
+const onUserUpdate = (req: FastifyRequest): Requirement =>
+  isPasswordOnly(updatedFields(req)) ? onPassword(req) : onUser('U')(req)
+
+/** The fields a general update acts on (not the SDK's `_tv_sdk` query parameter, not `full`). */
+function updatedFields(req: FastifyRequest): string[] {
   const body = (req.body ?? {}) as Record<string, unknown>
-  // Only the fields the update acts on count: form routes also carry query parameters such as
-  // the SDK's `_tv_sdk`, and `full` shapes only the answer.
-  const changes = Object.keys(UpdateUserForm.properties).filter(
+  return Object.keys(UpdateUserForm.properties).filter(
     (k) => body[k] !== undefined && !(k === 'status' && body[k] === ''),
   )
-  return changes.length === 1 && changes[0] === 'password' ? onPassword(req) : onUser('U')(req)
+}
+
+const isPasswordOnly = (fields: string[]) => fields.length === 1 && fields[0] === 'password'
+
+/**
+ * Who may send this general update (decision 49 made consistent): vending a token needs an API
+ * key, as on the dedicated token route; a password alone may come from a reset token (a SAT
+ * holding `User::ID::Password`); a password with other changes needs a user's credential; the
+ * other fields change no credential.
+ */
+function updateKinds(req: FastifyRequest): CredentialKind[] {
+  const fields = updatedFields(req)
+  const body = req.body as { access_token?: string }
+  if (body.access_token) return API_KEY_ONLY
+  if (fields.includes('password') && !isPasswordOnly(fields)) return USER_CREDENTIALS
+  return ANY_CREDENTIAL
 }
 
 /** Optional base64 attributes of a form: absent or empty means "not given". */
@@ -97,7 +123,6 @@ export async function userRoutes(
   app: FastifyInstance,
   users: UsersService,
   groups: GroupsService,
-  clock: Clock,
 ): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
@@ -137,6 +162,9 @@ export async function userRoutes(
       },
       config: {
         form: true,
+        // Public registration through a SAT is allowed, but the new user's API key and access
+        // token are vended only to a user's credential (see the handler).
+        vendsCredential: () => ANY_CREDENTIAL,
         access: {
           // Joining a group at creation needs C on its memberships or U on the group (spec).
           policy: (req) => ({
@@ -157,16 +185,22 @@ export async function userRoutes(
     },
     async (req) => {
       const b = req.body
-      const now = clock.now()
       const created = await users.create(req.actor.principal.accountId, {
         username: b.username,
         password: passwordOf(b.password),
         attributes: attributesOf(b.attributes),
         groupIds: parseIdList(b.group_ids, 'group_ids'),
         status: b.status || undefined,
-        tokenExpiresAt: b.access_token_not_valid_after
-          ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
-          : undefined,
+        // A SAT registers users but never holds their credentials: they log in themselves.
+        credentials:
+          req.actor.principal.kind === 'sat'
+            ? undefined
+            : {
+                tokenExpiresAt: users.accessTokenExpiry(
+                  b.access_token_not_valid_after,
+                  'access_token_not_valid_after',
+                ),
+              },
       })
       const [user] = await views(
         req.actor.principal.accountId,
@@ -258,14 +292,13 @@ export async function userRoutes(
         body: UpdateUserForm,
         response: UserV1Response,
       },
-      config: { form: true, access: { policy: onUserUpdate } },
+      config: { form: true, vendsCredential: updateKinds, access: { policy: onUserUpdate } },
       preValidation: checkPasswordEarly,
     },
     async (req) => {
       const b = req.body
-      const now = clock.now()
-      const expiresAt = b.access_token_not_valid_after
-        ? parseFutureTime(b.access_token_not_valid_after, 'access_token_not_valid_after', now)
+      const expiresAt = b.access_token
+        ? users.accessTokenExpiry(b.access_token_not_valid_after, 'access_token_not_valid_after')
         : undefined
       const attributes = attributesOf(b.attributes)
       const { row, accessToken } = await users.update(req.actor, param(req), {
@@ -293,15 +326,12 @@ export async function userRoutes(
         body: PasswordBody,
         response: UserV1Response,
       },
-      config: { access: { policy: onPassword } },
+      // A reset token (a SAT) may use it too: `onPassword` holds a SAT to the password grant.
+      config: { vendsCredential: () => ANY_CREDENTIAL, access: { policy: onPassword } },
       preValidation: checkPasswordEarly,
     },
     async (req) => {
-      const row = await users.setPassword(
-        req.actor.principal.accountId,
-        param(req),
-        req.body.password,
-      )
+      const row = await users.setPassword(req.actor, param(req), req.body.password)
       return { user: userView(row) }
     },
   )
@@ -327,13 +357,14 @@ export async function userRoutes(
         body: AccessTokenForm,
         response: UserV1Response,
       },
-      config: { form: true, access: { policy: onUser('U'), credentials: ['api_key'] } },
+      config: {
+        form: true,
+        vendsCredential: true,
+        access: { policy: onUser('U'), credentials: API_KEY_ONLY },
+      },
     },
     async (req) => {
-      const b = req.body
-      const expiresAt = b.not_valid_after
-        ? parseFutureTime(b.not_valid_after, 'not_valid_after', clock.now())
-        : undefined
+      const expiresAt = users.accessTokenExpiry(req.body.not_valid_after, 'not_valid_after')
       const { row, accessToken } = await users.vendAccessToken(
         req.actor.principal.accountId,
         param(req),
@@ -352,7 +383,7 @@ export async function userRoutes(
         params: UserParams,
         response: ApiKeyResponse,
       },
-      config: { access: { policy: onUser('U'), credentials: ['api_key'] } },
+      config: { vendsCredential: true, access: { policy: onUser('U'), credentials: API_KEY_ONLY } },
     },
     async (req) => ({
       api_key: await users.rotateApiKey(req.actor.principal.accountId, param(req)),
@@ -369,7 +400,11 @@ export async function userRoutes(
         params: UserParams,
         response: AccessKeyResponse,
       },
-      config: { access: { policy: onUser('U') } },
+      // The spec lists API key or access token; never a SAT. (The pair opens no endpoint.)
+      config: {
+        vendsCredential: () => USER_CREDENTIALS,
+        access: { policy: onUser('U'), credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => {
       const id = param(req)

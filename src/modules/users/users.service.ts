@@ -31,8 +31,11 @@ export interface NewUser {
   attributes?: unknown
   groupIds: string[]
   status?: string | undefined
-  /** Expiry of the access token vended with the user (normalized ISO text). */
-  tokenExpiresAt?: string | undefined
+  /**
+   * Vend the new user's API key and access token (with this expiry, normalized ISO text) in the
+   * answer; absent for a registration through a SAT, which never holds a user's credentials.
+   */
+  credentials?: { tokenExpiresAt?: string | undefined } | undefined
 }
 
 export interface UserChanges {
@@ -181,13 +184,13 @@ export class UsersService {
         await repo.insert(trx, row)
         await this.#index(trx, row, input.attributes === undefined ? {} : input.attributes)
         await this.groups.addUserToGroups(trx, accountId, row.id, input.groupIds)
-        const apiKey = await this.credentials.replaceApiKey(trx, accountId, row.id)
-        const accessToken = await this.credentials.issueAccessToken(
-          trx,
-          accountId,
-          row.id,
-          input.tokenExpiresAt,
-        )
+        const vend = input.credentials
+        const apiKey = vend
+          ? await this.credentials.replaceApiKey(trx, accountId, row.id)
+          : undefined
+        const accessToken = vend
+          ? await this.credentials.issueAccessToken(trx, accountId, row.id, vend.tokenExpiresAt)
+          : undefined
         return { row, groupIds: [...input.groupIds].sort(), apiKey, accessToken }
       }),
     )
@@ -253,6 +256,7 @@ export class UsersService {
           if (changes.status === 'DEACTIVATED' && current.status !== 'DEACTIVATED') {
             await this.#detach(trx, accountId, id)
           }
+          if (patch.password_hash !== undefined) await this.#endSessions(trx, actor, id)
           await this.#index(trx, await this.#find(trx, accountId, id), attributes)
           const accessToken = changes.newAccessToken
             ? await this.credentials.issueAccessToken(
@@ -275,14 +279,42 @@ export class UsersService {
     )
   }
 
-  async setPassword(accountId: string, id: string, password: unknown): Promise<UserRow> {
+  async setPassword(actor: Actor, id: string, password: unknown): Promise<UserRow> {
+    const accountId = actor.principal.accountId
     const hash = await this.hasher.hash(validatePassword(password))
     await this.get(accountId, id)
-    await repo.update(this.db, accountId, id, {
-      password_hash: hash,
-      updated_at: this.clock.now().toISOString(),
+    await this.db.transaction().execute(async (trx) => {
+      await repo.update(trx, accountId, id, {
+        password_hash: hash,
+        updated_at: this.clock.now().toISOString(),
+      })
+      await this.#endSessions(trx, actor, id)
     })
     return this.get(accountId, id)
+  }
+
+  /**
+   * A new password ends the user's other sessions (someone who knew the old one may hold a
+   * token): every access token of the user goes, except the very one this request came with.
+   * API keys are not sessions and stay.
+   */
+  async #endSessions(db: Executor, actor: Actor, userId: string): Promise<void> {
+    const p = actor.principal
+    const keep = p.kind === 'user' && p.via === 'access_token' && p.userId === userId
+    await this.credentials.revokeAccessTokens(
+      db,
+      p.accountId,
+      userId,
+      keep ? p.credentialDigest : undefined,
+    )
+  }
+
+  /**
+   * An access token's requested expiry (absent or empty: the default life), checked against the
+   * server-wide maximum life; 400 naming `field` beyond it.
+   */
+  accessTokenExpiry(value: unknown, field: string): string | undefined {
+    return this.credentials.accessTokenExpiry(value, field)
   }
 
   /** Own attributes (PUT /v1/auth/me). */
