@@ -204,7 +204,14 @@ export function sortKeySql(ctx: SetContext, key: SortKey, idRef: string): RawBui
       ? distanceKm(key.point, sql.ref('k.geo_lat'), sql.ref('k.geo_long'))
       : sql.ref(`k.${key.column}`)
   const agg = sql.raw(key.direction === 'asc' ? 'min' : 'max')
-  return sql`(select ${agg}(${value}) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+  // One seek per candidate on the (account, schema, field, doc_id, values…) index, never a walk
+  // of the whole field through a value index (quadratic: security review, finding 2). SQLite,
+  // without statistics, is told the index. PostgreSQL would turn a bare min/max into "walk the
+  // value index in order until this document's row": the FILTER clause rules that rewrite out.
+  if (ctx.dialect === 'sqlite') {
+    return sql`(select ${agg}(${value}) from search_index k indexed by search_index_sort where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+  }
+  return sql`(select ${agg}(${value}) filter (where true) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
 }
 
 /** ORDER BY of the sorted, aliased keys `t.k0…`: missing values last both ways, then by id. */
