@@ -72,6 +72,8 @@ export interface DepsOptions {
   providers?: ProviderConfig
   /** Life of a password reset email's credential (default 30 minutes). */
   passwordResetTtlMinutes?: number
+  /** PostgreSQL bound on each search statement (default 5 s; COFFER_SEARCH_TIMEOUT_MS). */
+  searchTimeoutMs?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -181,7 +183,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
-    search: new SearchService(db, vaults, documents, users),
+    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs),
     blobService: new BlobsService(
       db,
       clock,

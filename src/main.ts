@@ -55,6 +55,7 @@ async function start(
     blobStore: blobStoreFor(config),
     providers: config.providers,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
+    searchTimeoutMs: config.searchTimeoutMs,
     onResetEmailError: (error, { flowId }) =>
       log(
         { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },
