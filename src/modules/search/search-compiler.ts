@@ -1,5 +1,5 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely'
-import type { Filter, GeoPoint, SearchQuery, SortKey } from './search-fields.js'
+import type { Column, Filter, GeoPoint, SearchQuery, SortKey } from './search-fields.js'
 
 /**
  * Compiles a search (search-fields.ts) to SQL over `search_index`, driven by its indexes
@@ -88,6 +88,21 @@ function wildcardMatch(column: string, pattern: string, dialect: Dialect): RawBu
   return sql<SqlBool>`${sql.join(parts, sql` and `)}`
 }
 
+/**
+ * `in` over a list bound as ONE parameter (a JSON array on SQLite, an array on PostgreSQL), so
+ * the statement's text and its variable count do not depend on the list's length: lists of
+ * every length share one cached statement, and no list can reach an engine's variable limit.
+ */
+function valueList(
+  column: Column,
+  values: readonly (string | number)[],
+  dialect: Dialect,
+): RawBuilder<unknown> {
+  if (dialect === 'sqlite') return sql`in (select value from json_each(${JSON.stringify(values)}))`
+  const type = sql.raw(column === 'value_num' ? 'double precision[]' : 'text[]')
+  return sql`= any(cast(${values} as ${type}))`
+}
+
 /** The row condition of a filter (for `not`/`not_in`: of the rows to exclude). */
 function rowPredicate(f: Filter, dialect: Dialect): RawBuilder<SqlBool> {
   switch (f.kind) {
@@ -95,7 +110,7 @@ function rowPredicate(f: Filter, dialect: Dialect): RawBuilder<SqlBool> {
       const col = sql.ref(f.column)
       return f.values.length === 1
         ? sql<SqlBool>`${col} = ${f.values[0]}`
-        : sql<SqlBool>`${col} in (${sql.join(f.values)})`
+        : sql<SqlBool>`${col} ${valueList(f.column, f.values, dialect)}`
     }
     case 'range':
       return sql<SqlBool>`${sql.join(

@@ -10,6 +10,11 @@ import { isUuid } from '../../lib/ids.js'
 export const MAX_PER_PAGE = 500
 export const RESULT_WINDOW = 500
 export const MAX_LIST_ITEMS = 1000
+/**
+ * Filter values in one search, all filters together (an `in`/`not_in` list counts its items,
+ * any other filter one): bounds the work and the memory of one search (security review, 5).
+ */
+export const MAX_FILTER_VALUES = 1000
 export const MAX_PATTERN = 1000
 /**
  * Sort keys per search: each is one index seek per candidate, so a long list multiplies the
@@ -133,6 +138,16 @@ export function parseOptionShape(raw: unknown, kind: 'vault' | 'users'): OptionS
   const entries = Object.entries(raw.filter)
   if (entries.length === 0) throw bad('filter', 'must have at least one entry')
   const filters = entries.map(([key, f]) => shapeFilter(key, f, caseSensitive))
+  let values = 0
+  for (const f of filters) {
+    values += Array.isArray(f.value) ? f.value.length : 1
+    if (values > MAX_FILTER_VALUES) {
+      throw bad(
+        `filter.${f.key}.value`,
+        `brings the search to more than ${MAX_FILTER_VALUES} filter values in all`,
+      )
+    }
+  }
 
   return { schemaId, filters, filterType, page, perPage, full, sort: parseSort(raw.sort) }
 }
