@@ -132,6 +132,17 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
       },
     },
     {
+      // Every document is a candidate and carries one string key: sorting costs one index seek
+      // per candidate (it was a walk of the whole field per candidate: security review, 2).
+      key: 'sort',
+      label: 'sort by name (string) over every document',
+      option: {
+        ...base,
+        filter: { age: { type: 'range', value: { gte: 0 } } },
+        sort: [{ name: 'asc' }],
+      },
+    },
+    {
       key: 'control',
       label: 'control: eq name (1 match)',
       option: { ...base, filter: { name: { type: 'eq', value: controlName } } },

@@ -46,6 +46,8 @@ export interface Config {
   consentJwtSecret: string | undefined
   /** Where the consent secret is read from (and, for an embedded database, generated into). */
   consentJwtSecretFile: string
+  /** PostgreSQL: the bound on each search statement (statement_timeout), in milliseconds. */
+  searchTimeoutMs: number
 }
 
 export type ServeMode = 'both' | 'api' | 'consent'
@@ -209,6 +211,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(skew) || skew < 1 || skew > 86_400) {
     problems.push('COFFER_STOREFRONT_MAX_SKEW_SECONDS must be an integer from 1 to 86400')
   }
+  // Search (security review, finding 2): a stopped statement is answered 503.
+  const searchTimeoutMs = Number(env.COFFER_SEARCH_TIMEOUT_MS || 5000)
+  if (!Number.isInteger(searchTimeoutMs) || searchTimeoutMs < 100 || searchTimeoutMs > 600_000) {
+    problems.push('COFFER_SEARCH_TIMEOUT_MS must be an integer from 100 to 600000')
+  }
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -236,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     consentJwtSecretFile: resolve(
       env.COFFER_CONSENT_JWT_SECRET_FILE || join(dataDir, 'consent-jwt.key'),
     ),
+    searchTimeoutMs,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -74,6 +74,8 @@ export interface DepsOptions {
   passwordResetTtlMinutes?: number
   /** Longest life an access token may be given, in days (default 30). */
   accessTokenMaxDays?: number
+  /** PostgreSQL bound on each search statement (default 5 s; COFFER_SEARCH_TIMEOUT_MS). */
+  searchTimeoutMs?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -183,7 +185,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
-    search: new SearchService(db, vaults, documents, users),
+    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs),
     blobService: new BlobsService(
       db,
       clock,

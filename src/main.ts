@@ -56,6 +56,7 @@ async function start(
     providers: config.providers,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
+    searchTimeoutMs: config.searchTimeoutMs,
     onResetEmailError: (error, { flowId }) =>
       log(
         { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },

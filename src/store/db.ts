@@ -6,6 +6,9 @@ import pg from 'pg'
 import type { Database } from './schema.js'
 import { cachingDatabase } from './statement-cache.js'
 
+/** Bytes the SQLite WAL file is cut back to once checkpointed (security review, finding 4). */
+export const SQLITE_JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
+
 export type DialectName = 'sqlite' | 'postgres'
 
 export interface Store {
@@ -39,6 +42,9 @@ function openSqlite(file: string): Store {
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
+  // After a large write the WAL file would keep its size for good (a 147 MB one stayed after
+  // one oversized document): once a checkpoint has emptied it, SQLite truncates it to this.
+  database.pragma(`journal_size_limit = ${SQLITE_JOURNAL_SIZE_LIMIT}`)
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: cachingDatabase(database) }),
   })

@@ -1,7 +1,7 @@
 import SQLite from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql } from 'kysely'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { cachingDatabase } from './statement-cache.js'
+import { cachingDatabase, DEFAULT_STATEMENT_CACHE } from './statement-cache.js'
 
 const open: SQLite.Database[] = []
 
@@ -38,7 +38,7 @@ describe('cachingDatabase', () => {
   it('evicts the least recently used statement beyond its capacity', () => {
     const raw = database()
     const prepare = vi.spyOn(raw, 'prepare')
-    const cache = cachingDatabase(raw, 2)
+    const cache = cachingDatabase(raw, { capacity: 2 })
     const a = cache.prepare('select 1')
     const b = cache.prepare('select 2')
     expect(cache.prepare('select 1')).toBe(a) // a is now the most recently used
@@ -62,7 +62,7 @@ describe('cachingDatabase', () => {
   it('evicts in insertion order when nothing is reused', () => {
     const raw = database()
     const prepare = vi.spyOn(raw, 'prepare')
-    const cache = cachingDatabase(raw, 2)
+    const cache = cachingDatabase(raw, { capacity: 2 })
     for (const n of [1, 2, 3]) cache.prepare(`select ${n}`)
     cache.prepare('select 2')
     cache.prepare('select 3')
@@ -73,17 +73,57 @@ describe('cachingDatabase', () => {
 
   it('holds one statement with capacity 1', () => {
     const raw = database()
-    const cache = cachingDatabase(raw, 1)
+    const cache = cachingDatabase(raw, { capacity: 1 })
     const a = cache.prepare('select 1')
     expect(cache.prepare('select 1')).toBe(a)
     cache.prepare('select 2')
     expect(cache.prepare('select 1')).not.toBe(a)
   })
 
+  it('never keeps a statement whose SQL is longer than maxSqlLength', () => {
+    const raw = database()
+    const prepare = vi.spyOn(raw, 'prepare')
+    const cache = cachingDatabase(raw, { maxSqlLength: 20 })
+    const atLimit = 'select 1 as abcdefgh' // 20 characters
+    const beyond = 'select 1 as abcdefghi' // 21
+    expect(atLimit).toHaveLength(20)
+    expect(cache.prepare(atLimit)).toBe(cache.prepare(atLimit))
+    expect(prepare).toHaveBeenCalledTimes(1)
+    expect(cache.prepare(beyond)).not.toBe(cache.prepare(beyond))
+    expect(prepare).toHaveBeenCalledTimes(3)
+  })
+
+  it('evicts the least recently used statements to stay within totalSqlLength', () => {
+    const raw = database()
+    const prepare = vi.spyOn(raw, 'prepare')
+    // Each SQL text is 10 characters: two fit in 20, a third evicts the oldest.
+    const cache = cachingDatabase(raw, { totalSqlLength: 20 })
+    const sql = (n: number) => `select ${n}`.padEnd(10, ' ')
+    const a = cache.prepare(sql(1))
+    const b = cache.prepare(sql(2))
+    expect(cache.prepare(sql(1))).toBe(a) // a is now the most recently used
+    cache.prepare(sql(3)) // 30 characters held: evicts b
+    expect(prepare).toHaveBeenCalledTimes(3)
+    expect(cache.prepare(sql(1))).toBe(a)
+    expect(cache.prepare(sql(2))).not.toBe(b)
+    expect(prepare).toHaveBeenCalledTimes(4)
+  })
+
+  it('by default keeps no statement longer than 16 KiB (thousands of bound values)', () => {
+    const raw = database()
+    const prepare = vi.spyOn(raw, 'prepare')
+    const cache = cachingDatabase(raw)
+    const long = `select 1 where 1 in (${Array(6000).fill('?').join(', ')})`
+    expect(long.length).toBeGreaterThan(DEFAULT_STATEMENT_CACHE.maxSqlLength)
+    cache.prepare(long)
+    cache.prepare(long)
+    expect(prepare).toHaveBeenCalledTimes(2)
+  })
+
   it('does not cache SQL that fails to prepare', () => {
     const raw = database()
     const prepare = vi.spyOn(raw, 'prepare')
-    const cache = cachingDatabase(raw, 2)
+    const cache = cachingDatabase(raw, { capacity: 2 })
     expect(() => cache.prepare('select from nowhere')).toThrow()
     expect(() => cache.prepare('select from nowhere')).toThrow()
     expect(prepare).toHaveBeenCalledTimes(2)
@@ -112,7 +152,7 @@ describe('cachingDatabase', () => {
     const raw = database()
     const prepare = vi.spyOn(raw, 'prepare')
     const db = new Kysely<{ t: { id: number; name: string } }>({
-      dialect: new SqliteDialect({ database: cachingDatabase(raw, 4) }),
+      dialect: new SqliteDialect({ database: cachingDatabase(raw, { capacity: 4 }) }),
     })
     await db.schema.createTable('t').addColumn('id', 'integer').addColumn('name', 'text').execute()
     for (let i = 0; i < 5; i++)

@@ -42,6 +42,8 @@ export interface TestAppOptions {
   logger?: AppOptions['logger']
   /** Told when a password reset email could not be sent (see DepsOptions). */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
+  /** PostgreSQL bound on each search statement (default: the production one). */
+  searchTimeoutMs?: number
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -61,6 +63,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.clock ? { clock: options.clock } : {}),
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
+    ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
   })
   const app = await buildApp(deps, options.logger ? { logger: options.logger } : {})
   await app.ready()

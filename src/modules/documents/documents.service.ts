@@ -222,7 +222,7 @@ export class DocumentsService {
     for (;;) {
       const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, 500)
       for (const row of rows)
-        await this.indexer.index(db, accountId, row.id, schema, await this.#open(row))
+        await this.indexer.index(db, accountId, row.id, schema, await this.#open(row), 'truncate')
       if (rows.length < 500) return
       after = (rows[rows.length - 1] as DocumentRow).id
     }
@@ -246,7 +246,7 @@ export class DocumentsService {
         current.schema_id === null
           ? null
           : await this.#lockSchema(trx, accountId, vaultId, current.schema_id)
-      await this.indexer.index(trx, accountId, id, schema, await this.#open(current))
+      await this.indexer.index(trx, accountId, id, schema, await this.#open(current), 'truncate')
     })
     return row
   }

@@ -32,6 +32,12 @@ export interface IndexValue {
 }
 
 export const MAX_INDEXED_STRING = 1000
+/**
+ * Index rows one document (or user) may make: one 190,000-element array once wrote ~146 MB of
+ * index in one request and stalled the server for seconds (security review, finding 4).
+ */
+export const MAX_VALUES_PER_FIELD = 1000
+export const MAX_ROWS_PER_DOCUMENT = 10_000
 
 /** What every user exposes to user search, beside the user schema's fields (docs/search.md). */
 export const USER_SYSTEM_FIELDS: readonly SchemaField[] = [
@@ -164,4 +170,47 @@ export function indexValues(fields: readonly SchemaField[], doc: unknown): Index
     }
   }
   return rows
+}
+
+/** The first index limit a document passes: the field it was passed at, and how. */
+export interface IndexOverflow {
+  field: string
+  problem: string
+}
+
+/**
+ * `indexValues` within MAX_VALUES_PER_FIELD and MAX_ROWS_PER_DOCUMENT: the rows that fit, and
+ * the first limit passed (if any). Stops early, so an oversized document costs no more rows.
+ */
+export function boundedIndexValues(
+  fields: readonly SchemaField[],
+  doc: unknown,
+  alreadyUsed = 0,
+): { rows: IndexValue[]; overflow?: IndexOverflow } {
+  const rows: IndexValue[] = []
+  let overflow: IndexOverflow | undefined
+  for (const field of fields) {
+    if (!field.index) continue
+    let ord = 0
+    for (const raw of valuesAt(doc, field.name)) {
+      const value = coerce(field.type, raw)
+      if (!value) continue
+      if (ord === MAX_VALUES_PER_FIELD) {
+        overflow ??= {
+          field: field.name,
+          problem: `has more than ${MAX_VALUES_PER_FIELD} values to index (the most one indexed field of a document takes)`,
+        }
+        break
+      }
+      if (alreadyUsed + rows.length === MAX_ROWS_PER_DOCUMENT) {
+        overflow ??= {
+          field: field.name,
+          problem: `brings the document over ${MAX_ROWS_PER_DOCUMENT} indexed values in all (the most one document takes)`,
+        }
+        return { rows, overflow }
+      }
+      rows.push({ field: field.name, ord: ord++, ...value })
+    }
+  }
+  return overflow ? { rows, overflow } : { rows }
 }

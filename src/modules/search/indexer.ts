@@ -1,6 +1,34 @@
+import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
-import { indexValues, type SchemaField, USER_SYSTEM_FIELDS } from './index-values.js'
+import {
+  boundedIndexValues,
+  type IndexValue,
+  indexValues,
+  type SchemaField,
+  USER_SYSTEM_FIELDS,
+} from './index-values.js'
 import * as repo from './search-index.repo.js'
+
+/**
+ * What to do with content beyond the index limits (index-values.ts): a write is refused (400
+ * naming the field); a re-index of content stored earlier (a schema change, POST …/reindex)
+ * indexes what fits, so that old data can never block a schema change.
+ */
+export type OnOverflow = 'reject' | 'truncate'
+
+/** The rows within the limits, or the 400 naming `<source>.<field>` under 'reject'. */
+function withinLimits(
+  source: 'document' | 'attributes',
+  fields: readonly SchemaField[],
+  content: unknown,
+  onOverflow: OnOverflow,
+  alreadyUsed = 0,
+): IndexValue[] {
+  const { rows, overflow } = boundedIndexValues(fields, content, alreadyUsed)
+  if (overflow && onOverflow === 'reject')
+    throw errors.invalidField(`${source}.${overflow.field}`, overflow.problem)
+  return rows
+}
 
 /**
  * Keeps the search index in step with writes. Callers pass their transaction, so a document or
@@ -14,12 +42,14 @@ export class Indexer {
     docId: string,
     schema: { id: string; fields: readonly SchemaField[] } | null,
     content: unknown,
+    onOverflow: OnOverflow = 'reject',
   ): Promise<void> {
     if (!schema) {
       await repo.removeRows(db, accountId, docId)
       return
     }
-    await repo.replaceRows(db, accountId, schema.id, docId, indexValues(schema.fields, content))
+    const rows = withinLimits('document', schema.fields, content, onOverflow)
+    await repo.replaceRows(db, accountId, schema.id, docId, rows)
   }
 
   /**
@@ -31,6 +61,7 @@ export class Indexer {
     user: { account_id: string; id: string; username: string; status: string; created_at: string },
     schema: { id: string; fields: readonly SchemaField[] } | undefined,
     attributes: unknown,
+    onOverflow: OnOverflow = 'reject',
   ): Promise<void> {
     if (!schema || attributes === null) {
       await repo.removeRows(db, user.account_id, user.id)
@@ -44,9 +75,11 @@ export class Indexer {
         created_at: user.created_at,
       },
     }
+    // The system fields always fit: the attributes get what they leave of the per-user total.
+    const systemRows = indexValues(USER_SYSTEM_FIELDS, system)
     const rows = [
-      ...indexValues(schema.fields, attributes),
-      ...indexValues(USER_SYSTEM_FIELDS, system),
+      ...withinLimits('attributes', schema.fields, attributes, onOverflow, systemRows.length),
+      ...systemRows,
     ]
     await repo.replaceRows(db, user.account_id, schema.id, user.id, rows)
   }

@@ -1,5 +1,5 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely'
-import type { Filter, GeoPoint, SearchQuery, SortKey } from './search-fields.js'
+import type { Column, Filter, GeoPoint, SearchQuery, SortKey } from './search-fields.js'
 
 /**
  * Compiles a search (search-fields.ts) to SQL over `search_index`, driven by its indexes
@@ -88,6 +88,21 @@ function wildcardMatch(column: string, pattern: string, dialect: Dialect): RawBu
   return sql<SqlBool>`${sql.join(parts, sql` and `)}`
 }
 
+/**
+ * `in` over a list bound as ONE parameter (a JSON array on SQLite, an array on PostgreSQL), so
+ * the statement's text and its variable count do not depend on the list's length: lists of
+ * every length share one cached statement, and no list can reach an engine's variable limit.
+ */
+function valueList(
+  column: Column,
+  values: readonly (string | number)[],
+  dialect: Dialect,
+): RawBuilder<unknown> {
+  if (dialect === 'sqlite') return sql`in (select value from json_each(${JSON.stringify(values)}))`
+  const type = sql.raw(column === 'value_num' ? 'double precision[]' : 'text[]')
+  return sql`= any(cast(${values} as ${type}))`
+}
+
 /** The row condition of a filter (for `not`/`not_in`: of the rows to exclude). */
 function rowPredicate(f: Filter, dialect: Dialect): RawBuilder<SqlBool> {
   switch (f.kind) {
@@ -95,7 +110,7 @@ function rowPredicate(f: Filter, dialect: Dialect): RawBuilder<SqlBool> {
       const col = sql.ref(f.column)
       return f.values.length === 1
         ? sql<SqlBool>`${col} = ${f.values[0]}`
-        : sql<SqlBool>`${col} in (${sql.join(f.values)})`
+        : sql<SqlBool>`${col} ${valueList(f.column, f.values, dialect)}`
     }
     case 'range':
       return sql<SqlBool>`${sql.join(
@@ -204,7 +219,14 @@ export function sortKeySql(ctx: SetContext, key: SortKey, idRef: string): RawBui
       ? distanceKm(key.point, sql.ref('k.geo_lat'), sql.ref('k.geo_long'))
       : sql.ref(`k.${key.column}`)
   const agg = sql.raw(key.direction === 'asc' ? 'min' : 'max')
-  return sql`(select ${agg}(${value}) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+  // One seek per candidate on the (account, schema, field, doc_id, values…) index, never a walk
+  // of the whole field through a value index (quadratic: security review, finding 2). SQLite,
+  // without statistics, is told the index. PostgreSQL would turn a bare min/max into "walk the
+  // value index in order until this document's row": the FILTER clause rules that rewrite out.
+  if (ctx.dialect === 'sqlite') {
+    return sql`(select ${agg}(${value}) from search_index k indexed by search_index_sort where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+  }
+  return sql`(select ${agg}(${value}) filter (where true) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
 }
 
 /** ORDER BY of the sorted, aliased keys `t.k0…`: missing values last both ways, then by id. */

@@ -10,7 +10,17 @@ import { isUuid } from '../../lib/ids.js'
 export const MAX_PER_PAGE = 500
 export const RESULT_WINDOW = 500
 export const MAX_LIST_ITEMS = 1000
+/**
+ * Filter values in one search, all filters together (an `in`/`not_in` list counts its items,
+ * any other filter one): bounds the work and the memory of one search (security review, 5).
+ */
+export const MAX_FILTER_VALUES = 1000
 export const MAX_PATTERN = 1000
+/**
+ * Sort keys per search: each is one index seek per candidate, so a long list multiplies the
+ * work of every candidate (the review's 100-key sort held the process for minutes).
+ */
+export const MAX_SORT_KEYS = 5
 export const KM_PER_MILE = 1.609344
 /** 100 miles, in either unit (docs/search.md rounds the km figure to 160.934). */
 export const MAX_DISTANCE = { mi: 100, km: 100 * KM_PER_MILE } as const
@@ -128,6 +138,16 @@ export function parseOptionShape(raw: unknown, kind: 'vault' | 'users'): OptionS
   const entries = Object.entries(raw.filter)
   if (entries.length === 0) throw bad('filter', 'must have at least one entry')
   const filters = entries.map(([key, f]) => shapeFilter(key, f, caseSensitive))
+  let values = 0
+  for (const f of filters) {
+    values += Array.isArray(f.value) ? f.value.length : 1
+    if (values > MAX_FILTER_VALUES) {
+      throw bad(
+        `filter.${f.key}.value`,
+        `brings the search to more than ${MAX_FILTER_VALUES} filter values in all`,
+      )
+    }
+  }
 
   return { schemaId, filters, filterType, page, perPage, full, sort: parseSort(raw.sort) }
 }
@@ -203,6 +223,7 @@ function shapeGeo(v: unknown, vat: string): GeoValue {
 function parseSort(raw: unknown): SortEntry[] {
   if (raw === undefined) return []
   if (!Array.isArray(raw)) throw bad('sort', 'must be an array of {field: "asc" | "desc"}')
+  if (raw.length > MAX_SORT_KEYS) throw bad('sort', `must have at most ${MAX_SORT_KEYS} keys`)
   return raw.map((entry, i) => {
     const keys = isObject(entry) ? Object.keys(entry) : []
     if (keys.length !== 1) throw bad(`sort[${i}]`, 'must be an object with exactly one field')

@@ -1,5 +1,6 @@
 import { expressionBuilder, PostgresAdapter, type RawBuilder, sql } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
+import { type QueryBound, runBounded } from '../../store/bounded-query.js'
 import type { Executor } from '../../store/executor.js'
 import type { Database } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
@@ -72,15 +73,28 @@ async function run(
   )
   const select = sql.join([target.columns, ...keys])
   const offset = (query.page - 1) * query.perPage
-  const [count, page] = await Promise.all([
-    sql<{ n: number | string }>`select count(*) as n from ${from} where ${where}`.execute(db),
-    sql<
-      Record<string, unknown>
-    >`select t.* from (select ${select} from ${from} where ${where}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`.execute(
-      db,
-    ),
-  ])
+  // One after the other: a bounded search runs both on its one connection.
+  const count = await sql<{
+    n: number | string
+  }>`select count(*) as n from ${from} where ${where}`.execute(db)
+  const page = await sql<
+    Record<string, unknown>
+  >`select t.* from (select ${select} from ${from} where ${where}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`.execute(
+    db,
+  )
   return { total: Number(count.rows[0]?.n ?? 0), rows: page.rows }
+}
+
+function runMaybeBounded(
+  db: Executor,
+  bound: QueryBound | undefined,
+  ctx: SetContext,
+  query: SearchQuery,
+  target: Target,
+) {
+  return bound
+    ? runBounded(db, bound, (conn) => run(conn, ctx, query, target))
+    : run(db, ctx, query, target)
 }
 
 const keysOf = (row: Record<string, unknown>, n: number) =>
@@ -95,12 +109,14 @@ export async function searchDocuments(
     schemaId: string
     scopes: readonly ItemScope[]
     query: SearchQuery
+    /** Time bound and cancellation (store/bounded-query.ts); absent: unbounded (tools, bench). */
+    bound?: QueryBound
   },
 ): Promise<Page<DocumentHit>> {
   const { accountId, vaultId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'documents'>()
-  const { total, rows } = await run(db, ctx, p.query, {
+  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
     table: sql`documents d`,
     columns: p.query.full
       ? sql`d.account_id, d.vault_id, d.id, d.owner_id, d.schema_id, d.schema_bound, d.content, d.created_at, d.updated_at`
@@ -118,12 +134,18 @@ export async function searchDocuments(
 /** User search: the account's users with index rows under the user schema, as the scopes admit. */
 export async function searchUsers(
   db: Executor,
-  p: { accountId: string; schemaId: string; scopes: readonly ItemScope[]; query: SearchQuery },
+  p: {
+    accountId: string
+    schemaId: string
+    scopes: readonly ItemScope[]
+    query: SearchQuery
+    bound?: QueryBound
+  },
 ): Promise<Page<UserHit>> {
   const { accountId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'users'>()
-  const { total, rows } = await run(db, ctx, p.query, {
+  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
     table: sql`users u`,
     columns: p.query.full
       ? sql`u.account_id, u.id, u.username, u.status, u.attributes`

@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json } from '../../lib/input.js'
 import { resource } from '../../policy/index.js'
@@ -26,6 +26,19 @@ function optionOf(req: FastifyRequest): unknown {
     return typeof field === 'object' ? field : decodeBase64Json(field, 'search_option')
   if (req.headers['content-type']?.includes('json') && Object.keys(body).length > 0) return body
   throw errors.invalidField('search_option', 'is required')
+}
+
+/**
+ * Aborts when the client goes away before its answer is written, so the search service can
+ * cancel the query it is running (on PostgreSQL it would otherwise run on, holding a backend).
+ */
+function clientGone(req: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  if (req.raw.socket?.destroyed) controller.abort()
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableEnded) controller.abort()
+  })
+  return controller.signal
 }
 
 /**
@@ -71,8 +84,13 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         },
       },
     },
-    async (req) => ({
-      data: await search.searchVault(req.actor, vaultOf(req), vaultOption.get(req)),
+    async (req, reply) => ({
+      data: await search.searchVault(
+        req.actor,
+        vaultOf(req),
+        vaultOption.get(req),
+        clientGone(req, reply),
+      ),
     }),
   )
 
@@ -89,6 +107,8 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
       preValidation: userOption.preValidation,
       config: { form: true, access: { policy: () => ({ readAny: resource('User', '') }) } },
     },
-    async (req) => ({ data: await search.searchUsers(req.actor, userOption.get(req)) }),
+    async (req, reply) => ({
+      data: await search.searchUsers(req.actor, userOption.get(req), clientGone(req, reply)),
+    }),
   )
 }

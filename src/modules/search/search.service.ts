@@ -1,5 +1,6 @@
-import { errors } from '../../lib/errors.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { encodeBase64Json } from '../../lib/input.js'
+import { type QueryBound, QueryStopped } from '../../store/bounded-query.js'
 import type { Executor } from '../../store/executor.js'
 import type { Actor } from '../auth/principal.js'
 import type { DocumentRow } from '../documents/documents.repo.js'
@@ -49,6 +50,31 @@ const info = (query: SearchQuery, total: number): SearchInfo => ({
 
 const fieldsOf = (json: string) => JSON.parse(json) as SchemaField[]
 
+/** Default bound on each search statement (PostgreSQL), COFFER_SEARCH_TIMEOUT_MS. */
+export const DEFAULT_SEARCH_TIMEOUT_MS = 5000
+
+/**
+ * A search stopped by its time bound is a 503: how long a valid search takes depends on the
+ * data and on the server's load at that moment, not on whether the request is well formed, and
+ * a 4xx would tell clients that the very same request can never succeed. One stopped because
+ * its client left is never seen by anyone; it is still answered as a 4xx, not an error.
+ */
+function stopped(e: QueryStopped, timeoutMs: number): AppError {
+  return e.reason === 'timeout'
+    ? new AppError(
+        503,
+        ErrorType.unavailable,
+        'SEARCH_TIMEOUT',
+        `The search took longer than ${timeoutMs} ms; narrow its filters or sort keys, or retry later`,
+      )
+    : new AppError(
+        400,
+        ErrorType.invalidRequest,
+        'REQUEST_ABORTED',
+        'The client closed the request',
+      )
+}
+
 /**
  * Search over the index (docs/search.md): a vault's documents under one schema, or the account's
  * users under its user schema. Only what the caller may read is matched, counted and returned.
@@ -59,9 +85,25 @@ export class SearchService {
     private readonly vaults: VaultsService,
     private readonly documents: DocumentsService,
     private readonly users: UsersService,
+    private readonly timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS,
   ) {}
 
-  async searchVault(actor: Actor, vaultId: string, shape: OptionShape): Promise<VaultSearchResult> {
+  /** Runs one bounded search query, its stops answered as AppErrors. */
+  async #bounded<T>(signal: AbortSignal | undefined, search: (bound: QueryBound) => Promise<T>) {
+    try {
+      return await search({ timeoutMs: this.timeoutMs, ...(signal ? { signal } : {}) })
+    } catch (e) {
+      throw e instanceof QueryStopped ? stopped(e, this.timeoutMs) : e
+    }
+  }
+
+  /** `signal`: aborts when the client has gone, which cancels the running query. */
+  async searchVault(
+    actor: Actor,
+    vaultId: string,
+    shape: OptionShape,
+    signal?: AbortSignal,
+  ): Promise<VaultSearchResult> {
     const accountId = actor.principal.accountId
     await this.vaults.require(this.db, accountId, vaultId)
     const schemaId = shape.schemaId as string
@@ -70,13 +112,9 @@ export class SearchService {
     const query = resolveSearch(shape, fieldsOf(schema.fields))
     const scopes = actor.grants.readScopes(['Vault', vaultId, 'Document', ''])
     if (!scopes) throw errors.permissionDenied()
-    const { total, hits } = await repo.searchDocuments(this.db, {
-      accountId,
-      vaultId,
-      schemaId,
-      scopes,
-      query,
-    })
+    const { total, hits } = await this.#bounded(signal, (bound) =>
+      repo.searchDocuments(this.db, { accountId, vaultId, schemaId, scopes, query, bound }),
+    )
     // distance_from: the first geo sort key's value (km in SQL), in the geo filter's unit.
     const geoKey = query.sort.findIndex((k) => k.column === 'geo')
     const geo = query.sort[geoKey]
@@ -97,7 +135,11 @@ export class SearchService {
     return { documents, info: info(query, total) }
   }
 
-  async searchUsers(actor: Actor, shape: OptionShape): Promise<UserSearchResult> {
+  async searchUsers(
+    actor: Actor,
+    shape: OptionShape,
+    signal?: AbortSignal,
+  ): Promise<UserSearchResult> {
     const accountId = actor.principal.accountId
     const schema = await schemas.findUserSchema(this.db, accountId)
     const fields = [...USER_SYSTEM_FIELDS, ...(schema ? fieldsOf(schema.fields) : [])]
@@ -106,12 +148,9 @@ export class SearchService {
     if (!scopes) throw errors.permissionDenied()
     // Without a user schema nothing is indexed: nobody matches.
     if (!schema) return { documents: [], info: info(query, 0) }
-    const { total, hits } = await repo.searchUsers(this.db, {
-      accountId,
-      schemaId: schema.id,
-      scopes,
-      query,
-    })
+    const { total, hits } = await this.#bounded(signal, (bound) =>
+      repo.searchUsers(this.db, { accountId, schemaId: schema.id, scopes, query, bound }),
+    )
     const documents = await Promise.all(
       hits.map(async (hit) => ({
         id: hit.id,

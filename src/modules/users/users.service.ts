@@ -116,7 +116,7 @@ export class UsersService {
     for (;;) {
       const rows = await repo.pageAll(db, accountId, after, 500)
       for (const row of rows) {
-        await this.indexer.indexUser(db, row, schema, await this.#attributes(row))
+        await this.indexer.indexUser(db, row, schema, await this.#attributes(row), 'truncate')
       }
       if (rows.length < 500) return
       after = (rows[rows.length - 1] as UserRow).id
