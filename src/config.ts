@@ -44,6 +44,18 @@ export interface Config {
   consentJwtSecret: string | undefined
   /** Where the consent secret is read from (and, for an embedded database, generated into). */
   consentJwtSecretFile: string
+  /** Consent API flood limits (requests per window, per client address and per shop; in memory, per node). */
+  consentRateLimit: ConsentRateLimitConfig
+  /** Days a consent record nobody ever chose for may stay untouched before it is removed. */
+  consentUnchosenTtlDays: number
+  /** How often the consent listener removes such records, in seconds. */
+  consentPruneIntervalSeconds: number
+}
+
+export interface ConsentRateLimitConfig {
+  perAddress: number
+  perShop: number
+  windowSeconds: number
 }
 
 export type ServeMode = 'both' | 'api' | 'consent'
@@ -203,6 +215,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(skew) || skew < 1 || skew > 86_400) {
     problems.push('COFFER_STOREFRONT_MAX_SKEW_SECONDS must be an integer from 1 to 86400')
   }
+  const consentLimit = (name: string, fallback: number, max: number) => {
+    const value = Number(env[name] || fallback)
+    if (!Number.isInteger(value) || value < 1 || value > max) {
+      problems.push(`${name} must be an integer from 1 to ${max}`)
+    }
+    return value
+  }
+  const consentRateLimit: ConsentRateLimitConfig = {
+    perAddress: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_ADDRESS', 120, 1_000_000),
+    perShop: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_SHOP', 6000, 1_000_000),
+    windowSeconds: consentLimit('COFFER_CONSENT_RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
+  }
+  const consentUnchosenTtlDays = consentLimit('COFFER_CONSENT_UNCHOSEN_TTL_DAYS', 30, 3650)
+  const consentPruneIntervalSeconds = consentLimit(
+    'COFFER_CONSENT_PRUNE_INTERVAL_SECONDS',
+    3600,
+    86_400,
+  )
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -229,6 +259,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     consentJwtSecretFile: resolve(
       env.COFFER_CONSENT_JWT_SECRET_FILE || join(dataDir, 'consent-jwt.key'),
     ),
+    consentRateLimit,
+    consentUnchosenTtlDays,
+    consentPruneIntervalSeconds,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

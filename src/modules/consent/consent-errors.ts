@@ -35,4 +35,5 @@ export const consentErrors = {
   noFields: () => bad('At least one consent field must be provided'),
   notBoolean: (field: string) => bad(`Field ${field} must be a boolean or null`),
   noRecord: () => new ConsentError(404, 'No valid consent record exists for the provided JWT'),
+  tooManyRequests: () => new ConsentError(429, 'Too many requests; try again later'),
 }

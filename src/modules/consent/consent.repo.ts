@@ -100,12 +100,20 @@ export async function resetLapsed(
   return Number(result.numUpdatedRows) === 1
 }
 
-/** Where the consumer was last seen (recorded with later changes); written only when it differs. */
+/**
+ * Where the consumer was last seen (recorded with later changes); written only when it differs,
+ * or (with `updated_at`) to mark a record nobody chose for as still in use (see deleteUnchosen).
+ */
 export async function updateLastSeen(
   db: Executor,
   shop: string,
   digest: string,
-  seen: { last_provider: string; last_privacy_center_id: string; last_client_id: string | null },
+  seen: {
+    last_provider: string
+    last_privacy_center_id: string
+    last_client_id: string | null
+    updated_at?: string
+  },
 ): Promise<void> {
   await db
     .updateTable('consent_records')
@@ -115,11 +123,73 @@ export async function updateLastSeen(
     .execute()
 }
 
+export type ExpiredRecord = Pick<
+  ConsentRecordRow,
+  'shop' | 'consumer_digest' | 'last_provider' | 'last_privacy_center_id' | 'last_client_id'
+>
+
+/**
+ * Deletes up to `limit` records nobody ever chose for (no preference, no choice, no history but
+ * their `created` event) untouched since `cutoff`; returns the keys it deleted, with where they were last seen. The outer
+ * conditions are checked again on the row itself, so a choice made meanwhile keeps the record
+ * (PostgreSQL re-evaluates them under the row lock).
+ */
+export function deleteUnchosen(
+  db: Executor,
+  cutoff: string,
+  limit: number,
+): Promise<ExpiredRecord[]> {
+  return db
+    .deleteFrom('consent_records')
+    .where(({ eb, refTuple, selectFrom }) =>
+      eb(
+        refTuple('shop', 'consumer_digest'),
+        'in',
+        selectFrom('consent_records as r')
+          .select(['r.shop', 'r.consumer_digest'])
+          .where('r.choice_at', 'is', null)
+          .where('r.updated_at', '<=', cutoff)
+          .where(({ not, exists, selectFrom: sub }) =>
+            not(
+              exists(
+                sub('consent_events as e')
+                  .select('e.id')
+                  .whereRef('e.shop', '=', 'r.shop')
+                  .whereRef('e.consumer_digest', '=', 'r.consumer_digest')
+                  .where('e.action', '<>', 'created'),
+              ),
+            ),
+          )
+          .limit(limit)
+          .$asTuple('shop', 'consumer_digest'),
+      ),
+    )
+    .where('choice_at', 'is', null)
+    .where('updated_at', '<=', cutoff)
+    .where('consent_analytics', 'is', null)
+    .where('consent_advertising', 'is', null)
+    .where('consent_personalization', 'is', null)
+    .where('consent_targeted_advertising', 'is', null)
+    .where('opted_out', 'is', null)
+    .returning([
+      'shop',
+      'consumer_digest',
+      'last_provider',
+      'last_privacy_center_id',
+      'last_client_id',
+    ])
+    .execute()
+}
+
 export async function appendEvent(db: Executor, row: ConsentEventRow): Promise<void> {
   await db.insertInto('consent_events').values(row).execute()
 }
 
-export type ExportRow = ConsentEventRow & { consumer_kind: string; consumer_sealed: string }
+/** Kind and sealed identifier are null once the consumer's record has expired (deleteUnchosen). */
+export type ExportRow = ConsentEventRow & {
+  consumer_kind: string | null
+  consumer_sealed: string | null
+}
 
 /** One page of a shop's history in recording order, optionally of one consumer. */
 export function listEvents(
@@ -129,9 +199,10 @@ export function listEvents(
   limit: number,
   digest?: string,
 ): Promise<ExportRow[]> {
+  // A left join: the history of a consumer whose unchosen record expired is still exported.
   let query = db
     .selectFrom('consent_events as e')
-    .innerJoin('consent_records as r', (join) =>
+    .leftJoin('consent_records as r', (join) =>
       join.onRef('r.shop', '=', 'e.shop').onRef('r.consumer_digest', '=', 'e.consumer_digest'),
     )
     .selectAll('e')
