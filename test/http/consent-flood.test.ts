@@ -241,6 +241,51 @@ describe('consent records nobody chose for expire; the history stays', () => {
     expect(new Set(lines.map((l) => l.consumer))).toEqual(new Set([email]))
   })
 
+  it('removes them page by page across the whole table, sparing chosen ones in between', async () => {
+    const bulkShop = 'bulk.example'
+    clock.set(START)
+    const at = new Date(START).toISOString()
+    const rows = Array.from({ length: 1300 }, (_, i) => ({
+      shop: bulkShop,
+      consumer_digest: `digest-${String(i).padStart(5, '0')}`,
+      consumer_sealed: 'sealed',
+      consumer_kind: 'email',
+      // Every third one has a choice in force.
+      consent_analytics: i % 3 === 0 ? 1 : null,
+      consent_advertising: null,
+      consent_personalization: null,
+      consent_targeted_advertising: null,
+      opted_out: null,
+      choice_at: i % 3 === 0 ? at : null,
+      token_epoch: 0,
+      last_provider: 'email',
+      last_privacy_center_id: 'pc-1',
+      last_client_id: null,
+      created_at: at,
+      updated_at: at,
+    }))
+    for (let i = 0; i < rows.length; i += 100)
+      await t.store.db
+        .insertInto('consent_records')
+        .values(rows.slice(i, i + 100))
+        .execute()
+    clock.set(new Date(new Date(START).getTime() + TTL_DAYS * DAY))
+    expect(await t.deps.consent.pruneUnchosen()).toBe(866)
+    const left = await t.store.db
+      .selectFrom('consent_records')
+      .select('consumer_digest')
+      .where('shop', '=', bulkShop)
+      .execute()
+    expect(left).toHaveLength(434)
+    const expired = await t.store.db
+      .selectFrom('consent_events')
+      .select('consumer_digest')
+      .where('shop', '=', bulkShop)
+      .where('action', '=', 'expired')
+      .execute()
+    expect(expired).toHaveLength(866)
+  })
+
   it('the listener prunes on its own timer and stops with the app', async () => {
     const own = new ManualClock(START)
     const other = await buildConsentTestApp({

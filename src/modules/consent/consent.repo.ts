@@ -123,45 +123,50 @@ export async function updateLastSeen(
     .execute()
 }
 
+export type RecordKey = Pick<ConsentRecordRow, 'shop' | 'consumer_digest'>
+
 export type ExpiredRecord = Pick<
   ConsentRecordRow,
   'shop' | 'consumer_digest' | 'last_provider' | 'last_privacy_center_id' | 'last_client_id'
 >
 
 /**
- * Deletes up to `limit` records nobody ever chose for (no preference, no choice, no history but
- * their `created` event) untouched since `cutoff`; returns the keys it deleted, with where they were last seen. The outer
- * conditions are checked again on the row itself, so a choice made meanwhile keeps the record
- * (PostgreSQL re-evaluates them under the row lock).
+ * Reads the next `pageSize` records in key order after `after` and deletes those nobody ever
+ * chose for (no choice, no preference, no history but their `created` event) untouched since
+ * `cutoff`. Returns them, with where they were last seen, and the last key read (where the next
+ * page starts; undefined at the end). Paging by key bounds each statement (SQLite runs it on
+ * the event loop) and reads the table once per pass. The delete checks every condition again
+ * on the row itself, so a choice made meanwhile keeps the record (PostgreSQL re-evaluates them
+ * under the row lock).
  */
-export function deleteUnchosen(
+export async function deleteUnchosen(
   db: Executor,
   cutoff: string,
-  limit: number,
-): Promise<ExpiredRecord[]> {
-  return db
+  pageSize: number,
+  after: RecordKey | undefined,
+): Promise<{ expired: ExpiredRecord[]; last: RecordKey | undefined }> {
+  let page = db
+    .selectFrom('consent_records')
+    .select(['shop', 'consumer_digest', 'choice_at', 'updated_at'])
+    .orderBy('shop')
+    .orderBy('consumer_digest')
+    .limit(pageSize)
+  if (after) {
+    page = page.where(({ eb, refTuple, tuple }) =>
+      eb(refTuple('shop', 'consumer_digest'), '>', tuple(after.shop, after.consumer_digest)),
+    )
+  }
+  const rows = await page.execute()
+  const last = rows.at(-1)
+  const candidates = rows.filter((r) => r.choice_at === null && r.updated_at <= cutoff)
+  if (candidates.length === 0) return { expired: [], last }
+  const expired = await db
     .deleteFrom('consent_records')
-    .where(({ eb, refTuple, selectFrom }) =>
-      eb(
-        refTuple('shop', 'consumer_digest'),
-        'in',
-        selectFrom('consent_records as r')
-          .select(['r.shop', 'r.consumer_digest'])
-          .where('r.choice_at', 'is', null)
-          .where('r.updated_at', '<=', cutoff)
-          .where(({ not, exists, selectFrom: sub }) =>
-            not(
-              exists(
-                sub('consent_events as e')
-                  .select('e.id')
-                  .whereRef('e.shop', '=', 'r.shop')
-                  .whereRef('e.consumer_digest', '=', 'r.consumer_digest')
-                  .where('e.action', '<>', 'created'),
-              ),
-            ),
-          )
-          .limit(limit)
-          .$asTuple('shop', 'consumer_digest'),
+    .where(({ eb, or, and }) =>
+      or(
+        candidates.map((c) =>
+          and([eb('shop', '=', c.shop), eb('consumer_digest', '=', c.consumer_digest)]),
+        ),
       ),
     )
     .where('choice_at', 'is', null)
@@ -171,6 +176,17 @@ export function deleteUnchosen(
     .where('consent_personalization', 'is', null)
     .where('consent_targeted_advertising', 'is', null)
     .where('opted_out', 'is', null)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('consent_events as e')
+            .select('e.id')
+            .whereRef('e.shop', '=', 'consent_records.shop')
+            .whereRef('e.consumer_digest', '=', 'consent_records.consumer_digest')
+            .where('e.action', '<>', 'created'),
+        ),
+      ),
+    )
     .returning([
       'shop',
       'consumer_digest',
@@ -179,10 +195,16 @@ export function deleteUnchosen(
       'last_client_id',
     ])
     .execute()
+  return { expired, last }
 }
 
 export async function appendEvent(db: Executor, row: ConsentEventRow): Promise<void> {
   await db.insertInto('consent_events').values(row).execute()
+}
+
+/** Several events in one statement (pruning appends one per expired record). */
+export async function appendEvents(db: Executor, rows: ConsentEventRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('consent_events').values(rows).execute()
 }
 
 /** Kind and sealed identifier are null once the consumer's record has expired (deleteUnchosen). */

@@ -38,8 +38,14 @@ export interface ConsentOptions {
 export const DEFAULT_UNCHOSEN_TTL_DAYS = 30
 /** A read marks an unchosen record as in use at most this often (one write a day, not one a read). */
 const TOUCH_INTERVAL_MS = 86_400_000
-/** Records removed per transaction by `pruneUnchosen`. */
-const PRUNE_BATCH = 500
+/**
+ * Records read (and at most removed) per transaction by `pruneUnchosen`: small, so that on
+ * SQLite (synchronous, in the serving process) one batch holds the event loop for
+ * milliseconds, not seconds.
+ */
+const PRUNE_PAGE = 500
+/** Lets queued requests run between two batches (SQLite work never yields by itself). */
+const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** What a request says about how the choice was made (kept with each change as evidence). */
 export interface RequestEvidence {
@@ -259,11 +265,14 @@ export class ConsentService {
     const cutoff = new Date(now.getTime() - ttlDays * 86_400_000).toISOString()
     const at = now.toISOString()
     let removed = 0
+    let after: repo.RecordKey | undefined
     for (;;) {
       const batch = await this.db.transaction().execute(async (trx) => {
-        const expired = await repo.deleteUnchosen(trx, cutoff, PRUNE_BATCH)
-        for (const record of expired) {
-          await repo.appendEvent(trx, {
+        const { expired, last } = await repo.deleteUnchosen(trx, cutoff, PRUNE_PAGE, after)
+        after = last
+        await repo.appendEvents(
+          trx,
+          expired.map((record) => ({
             shop: record.shop,
             id: newId(),
             consumer_digest: record.consumer_digest,
@@ -276,12 +285,13 @@ export class ConsentService {
             state: JSON.stringify(NO_PREFERENCES),
             gpc: null,
             user_agent: null,
-          })
-        }
+          })),
+        )
         return expired.length
       })
       removed += batch
-      if (batch < PRUNE_BATCH) return removed
+      if (after === undefined) return removed
+      await yieldToRequests()
     }
   }
 
