@@ -48,6 +48,18 @@ export interface Config {
   consentJwtSecretFile: string
   /** PostgreSQL: the bound on each search statement (statement_timeout), in milliseconds. */
   searchTimeoutMs: number
+  /** Consent API flood limits (requests per window, per client address and per shop; in memory, per node). */
+  consentRateLimit: ConsentRateLimitConfig
+  /** Days a consent record nobody ever chose for may stay untouched before it is removed. */
+  consentUnchosenTtlDays: number
+  /** How often the consent listener removes such records, in seconds. */
+  consentPruneIntervalSeconds: number
+}
+
+export interface ConsentRateLimitConfig {
+  perAddress: number
+  perShop: number
+  windowSeconds: number
 }
 
 export type ServeMode = 'both' | 'api' | 'consent'
@@ -216,6 +228,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(searchTimeoutMs) || searchTimeoutMs < 100 || searchTimeoutMs > 600_000) {
     problems.push('COFFER_SEARCH_TIMEOUT_MS must be an integer from 100 to 600000')
   }
+  const consentLimit = (name: string, fallback: number, max: number) => {
+    const value = Number(env[name] || fallback)
+    if (!Number.isInteger(value) || value < 1 || value > max) {
+      problems.push(`${name} must be an integer from 1 to ${max}`)
+    }
+    return value
+  }
+  const consentRateLimit: ConsentRateLimitConfig = {
+    perAddress: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_ADDRESS', 120, 1_000_000),
+    perShop: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_SHOP', 6000, 1_000_000),
+    windowSeconds: consentLimit('COFFER_CONSENT_RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
+  }
+  const consentUnchosenTtlDays = consentLimit('COFFER_CONSENT_UNCHOSEN_TTL_DAYS', 30, 3650)
+  const consentPruneIntervalSeconds = consentLimit(
+    'COFFER_CONSENT_PRUNE_INTERVAL_SECONDS',
+    3600,
+    86_400,
+  )
   const config: Config = {
     host: env.COFFER_HOST || '127.0.0.1',
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -244,6 +274,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.COFFER_CONSENT_JWT_SECRET_FILE || join(dataDir, 'consent-jwt.key'),
     ),
     searchTimeoutMs,
+    consentRateLimit,
+    consentUnchosenTtlDays,
+    consentPruneIntervalSeconds,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -12,6 +12,12 @@ import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
+import { DEFAULT_PRUNE_INTERVAL_MS, schedulePruning } from './modules/consent/consent-pruning.js'
+import {
+  addConsentRateLimits,
+  type ConsentRateLimits,
+  DEFAULT_CONSENT_RATE_LIMITS,
+} from './modules/consent/consent-rate-limit.js'
 
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
@@ -20,6 +26,10 @@ export interface ConsentAppOptions {
   loggerInstance?: FastifyBaseLogger
   /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
   bodyLimit?: number
+  /** Flood limits per client address and per shop (COFFER_CONSENT_RATE_LIMIT_*). */
+  rateLimit?: ConsentRateLimits
+  /** How often unchosen records are pruned (COFFER_CONSENT_PRUNE_INTERVAL_SECONDS). */
+  pruneIntervalMs?: number
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -115,6 +125,17 @@ export async function buildConsentApp(
   app.setErrorHandler(handleError)
   app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))
 
+  await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
   await consentRoutes(app, deps.consent)
+  // The listener that creates records removes those nobody chose for (consent.service.ts).
+  const pruning = schedulePruning(
+    deps.consent,
+    options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS,
+    {
+      pruned: (count) => app.log.info({ count }, 'expired unchosen consent records'),
+      failed: (err) => app.log.error({ err }, 'pruning unchosen consent records failed'),
+    },
+  )
+  app.addHook('onClose', () => pruning.stop())
   return app
 }

@@ -92,6 +92,7 @@ async function consentOptions(
     production,
     storefrontSecret: config.storefrontSecret,
     maxSkewSeconds: config.storefrontMaxSkewSeconds,
+    unchosenTtlDays: config.consentUnchosenTtlDays,
   }
 }
 
@@ -130,10 +131,11 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
   const consentApp =
     mode === 'api'
       ? undefined
-      : await buildConsentApp(
-          deps,
-          app ? { loggerInstance: app.log } : { logger: { level: config.logLevel } },
-        )
+      : await buildConsentApp(deps, {
+          ...(app ? { loggerInstance: app.log } : { logger: { level: config.logLevel } }),
+          rateLimit: config.consentRateLimit,
+          pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
+        })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)
   for (const [obj, msg] of pending) log(obj, msg)

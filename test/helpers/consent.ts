@@ -10,6 +10,7 @@ import { buildConsentApp } from '../../src/consent-app.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import { ManualClock } from '../../src/lib/clock.js'
+import type { ConsentRateLimits } from '../../src/modules/consent/consent-rate-limit.js'
 import type { Store } from '../../src/store/db.js'
 import { TEST_ARGON2 } from './app.js'
 import { openTestStore } from './store.js'
@@ -26,6 +27,17 @@ export interface ConsentTestOptions {
   /** Also build the main API on the same deps (to prove the two are apart). */
   withMainApp?: boolean
   logStream?: { write(line: string): void }
+  /** The consent API's flood limits; default: too high for any test to reach. */
+  rateLimit?: ConsentRateLimits
+  unchosenTtlDays?: number
+  /** How often the app prunes unchosen records (default: the production hour). */
+  pruneIntervalMs?: number
+}
+
+const UNREACHABLE_LIMITS: ConsentRateLimits = {
+  perAddress: 1_000_000,
+  perShop: 1_000_000,
+  windowSeconds: 60,
 }
 
 export interface ConsentTestApp {
@@ -63,10 +75,15 @@ export async function buildConsentTestApp(
       production: options.production ?? false,
       storefrontSecret: options.storefrontSecret,
       maxSkewSeconds: options.maxSkewSeconds ?? 90,
+      ...(options.unchosenTtlDays !== undefined
+        ? { unchosenTtlDays: options.unchosenTtlDays }
+        : {}),
     },
   })
   const app = await buildConsentApp(deps, {
     ...(options.logStream ? { logger: { level: 'info', stream: options.logStream } } : {}),
+    rateLimit: options.rateLimit ?? UNREACHABLE_LIMITS,
+    ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
   })
   await app.ready()
   const mainApp = options.withMainApp ? await buildApp(deps) : undefined

@@ -119,3 +119,40 @@ export function imitateTwilio(req: RecordedRequest, accounts: Map<string, Twilio
     },
   }
 }
+
+/**
+ * A SendGrid that refuses the recipient and quotes it back, as sent, upper-cased and URL-encoded
+ * (the shapes a provider's error text may take).
+ */
+export function sendgridQuotingRecipient(req: RecordedRequest): Reply {
+  const body = req.json as { personalizations?: { to?: { email?: string }[] }[] } | undefined
+  const to = body?.personalizations?.[0]?.to?.[0]?.email ?? ''
+  return {
+    status: 400,
+    body: {
+      errors: [
+        {
+          message: `The to address ${to} is on a suppression list.`,
+          field: 'personalizations.0.to.0.email',
+          help: `https://app.sendgrid.com/suppressions?email=${encodeURIComponent(to)}`,
+        },
+        { message: `Bounced: ${to.toUpperCase()}`, field: null, help: null },
+      ],
+    },
+  }
+}
+
+/**
+ * A Twilio that refuses the recipient (error 21211) and quotes it back as sent and formatted
+ * the way Twilio shows numbers in its console (`+1 555-867-5309`).
+ */
+export function twilioQuotingRecipient(req: RecordedRequest): Reply {
+  const to = req.form?.To?.[0] ?? ''
+  const national = to.replace(/^\+1/, '')
+  const formatted = `+1 ${national.slice(0, 3)}-${national.slice(3, 6)}-${national.slice(6)}`
+  return twilioError(
+    400,
+    21211,
+    `The 'To' number ${to} is not a valid phone number (shown as ${formatted}).`,
+  )
+}

@@ -47,6 +47,8 @@ export interface ScriptedAnswer {
   delayMs?: number
   /** Drop the connection without any answer. */
   hangUp?: boolean
+  /** Answer from what was sent (e.g. an error quoting the recipient); overrides status and body. */
+  replyFrom?: (req: RecordedRequest) => Reply
 }
 
 export interface TwilioAccount {
@@ -176,13 +178,15 @@ export async function startProviderStandIn(): Promise<ProviderStandIn> {
         req.socket.destroy()
         return
       }
-      const reply = answer
-        ? scriptedReply(answer)
-        : recorded.provider === 'sendgrid'
-          ? imitateSendGrid(recorded, sendgridKeys)
-          : recorded.provider === 'twilio'
-            ? imitateTwilio(recorded, twilioAccounts)
-            : { status: 404, body: 'no such provider' }
+      const reply = answer?.replyFrom
+        ? answer.replyFrom(recorded)
+        : answer
+          ? scriptedReply(answer)
+          : recorded.provider === 'sendgrid'
+            ? imitateSendGrid(recorded, sendgridKeys)
+            : recorded.provider === 'twilio'
+              ? imitateTwilio(recorded, twilioAccounts)
+              : { status: 404, body: 'no such provider' }
       if (!answer?.delayMs) {
         send(res, reply, recorded)
         return

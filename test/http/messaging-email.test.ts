@@ -218,17 +218,17 @@ describe('POST /v1/users/{id}/message/email', () => {
       [
         'to from a missing attribute',
         { to_email_address: { user_attribute: 'backup_email' } },
-        'to_email_address resolved to an empty value',
+        'to_email_address does not resolve to a value that can be sent to this user',
       ],
       [
         'to from an attribute that is no address',
         { to_email_address: { user_attribute: 'bad_email' } },
-        'to_email_address does not resolve to a valid email address',
+        'to_email_address does not resolve to a value that can be sent to this user',
       ],
       [
         'to from an object attribute',
         { to_email_address: { user_attribute: 'contact' } },
-        'to_email_address names an attribute holding an object or array; only text, numbers and booleans can be sent',
+        'to_email_address does not resolve to a value that can be sent to this user',
       ],
       [
         'to from a system field other than username',
@@ -263,7 +263,7 @@ describe('POST /v1/users/{id}/message/email', () => {
       [
         'a substitution from an object attribute',
         { substitutions: { '{{c}}': { user_attribute: 'profile' } } },
-        'substitutions.{{c}} names an attribute holding an object or array; only text, numbers and booleans can be sent',
+        'substitutions.{{c}} does not resolve to a value that can be sent to this user',
       ],
       [
         'too many substitutions',

@@ -190,22 +190,22 @@ describe('POST /v1/users/{id}/message/sms', () => {
       [
         'to from a missing attribute',
         { to_number: { user_attribute: 'mobile' } },
-        'to_number resolved to an empty value',
+        'to_number does not resolve to a value that can be sent to this user',
       ],
       [
         'to without a country code',
         { to_number: { user_attribute: 'local' } },
-        'to_number does not resolve to an E.164 phone number (+ and 7 to 15 digits)',
+        'to_number does not resolve to a value that can be sent to this user',
       ],
       [
         'to from the username (no phone number)',
         { to_number: { system_field: 'username' } },
-        'to_number does not resolve to an E.164 phone number (+ and 7 to 15 digits)',
+        'to_number does not resolve to a value that can be sent to this user',
       ],
       [
         'to from an array attribute',
         { to_number: { user_attribute: 'phones' } },
-        'to_number names an attribute holding an object or array; only text, numbers and booleans can be sent',
+        'to_number does not resolve to a value that can be sent to this user',
       ],
       ['message body missing', { message_body: undefined }, 'message_body is required'],
       [
@@ -237,7 +237,7 @@ describe('POST /v1/users/{id}/message/sms', () => {
       [
         'a private media host',
         { media_urls: [{ user_attribute: 'avatar' }, { user_attribute: 'private_avatar' }] },
-        'media_urls.1 must point to a public host',
+        'media_urls.1 does not resolve to a value that can be sent to this user',
       ],
       [
         'a loopback media host',
@@ -247,7 +247,7 @@ describe('POST /v1/users/{id}/message/sms', () => {
       [
         'a media url from a missing attribute',
         { media_urls: [{ user_attribute: 'picture' }] },
-        'media_urls.0 resolved to an empty value',
+        'media_urls.0 does not resolve to a value that can be sent to this user',
       ],
       [
         'a media url that is not http(s)',
@@ -308,7 +308,7 @@ describe('POST /v1/users/{id}/message/sms', () => {
       expect(standIn.requests[0]?.path).toBe('/2010-04-01/Accounts/twilio_account_id/Messages.json')
     })
 
-    it('Twilio’s refusal of a number comes back whole to the caller', async () => {
+    it('Twilio’s refusal of a number comes back without the number', async () => {
       const refusal = {
         code: 21211,
         message: "The 'To' number +15558675309 is not a valid phone number.",
@@ -322,7 +322,10 @@ describe('POST /v1/users/{id}/message/sms', () => {
         'Error sending SMS',
         '400',
       )
-      expect(error.provider_error).toEqual(refusal)
+      expect(error.provider_error).toEqual({
+        ...refusal,
+        message: "The 'To' number [redacted] is not a valid phone number.",
+      })
     })
 
     it('a 429 is passed on', async () => {

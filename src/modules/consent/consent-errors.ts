@@ -27,6 +27,7 @@ export const consentErrors = {
   emailInvalid: () => bad('Customer email must be a valid email address'),
   clientIdInvalid: () => bad('client_id must be a valid UUID v4'),
   repeated: (name: string) => bad(`${name} must not be repeated`),
+  customerIdInvalid: () => bad('logged_in_customer_id must be a numeric Shopify customer id'),
   notLoggedIn: () => new ConsentError(401, 'Customer must be logged in to access this endpoint'),
   signatureFailed: () => new ConsentError(401, 'Request signature verification failed'),
   storefrontSecretMissing: () => new ConsentError(500, 'storefront API secret is not configured'),
@@ -35,4 +36,5 @@ export const consentErrors = {
   noFields: () => bad('At least one consent field must be provided'),
   notBoolean: (field: string) => bad(`Field ${field} must be a boolean or null`),
   noRecord: () => new ConsentError(404, 'No valid consent record exists for the provided JWT'),
+  tooManyRequests: () => new ConsentError(429, 'Too many requests; try again later'),
 }

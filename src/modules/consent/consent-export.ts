@@ -26,8 +26,9 @@ export interface HistoryEntry {
   at: string
   shop: string
   consumer_ref: string
-  consumer?: string
-  consumer_kind: string
+  /** Null when the consumer's record has expired (nobody chose; see decisions.md). */
+  consumer?: string | null
+  consumer_kind: string | null
   action: string
   provider: string | null
   privacy_center_id: string | null
@@ -71,7 +72,12 @@ function entryOf(row: repo.ExportRow, keys: ConsentKeys, identifiers: boolean): 
     shop: row.shop,
     consumer_ref: row.consumer_digest,
     ...(identifiers
-      ? { consumer: keys.open(row.shop, row.consumer_digest, row.consumer_sealed) }
+      ? {
+          consumer:
+            row.consumer_sealed === null
+              ? null
+              : keys.open(row.shop, row.consumer_digest, row.consumer_sealed),
+        }
       : {}),
     consumer_kind: row.consumer_kind,
     action: row.action,

@@ -115,9 +115,31 @@ describe('parseConsentQuery', () => {
     }
   })
 
-  it('limits logged_in_customer_id to 100 characters', () => {
+  it('takes logged_in_customer_id only as Shopify numeric id: up to 20 digits, no leading zero', () => {
     const base = 'provider=storefront&shop=s&privacy_center_id=p&logged_in_customer_id='
-    expect(query(`${base}${'1'.repeat(100)}`).customerId).toHaveLength(100)
+    expect(query(`${base}${'9'.repeat(20)}`).customerId).toBe('9'.repeat(20))
+    expect(query(`${base}1`).customerId).toBe('1')
+    // Empty: nobody is logged in (answered 401 later, after the signature).
+    expect(query(base).customerId).toBe('')
+    const invalid = 'logged_in_customer_id must be a numeric Shopify customer id'
+    for (const value of [
+      '9'.repeat(21),
+      'n%3DX',
+      '0',
+      '01',
+      '-1',
+      '1.0',
+      '+1',
+      '%201',
+      '1e3',
+      'abc',
+    ]) {
+      expect(
+        refusal(() => query(`${base}${value}`)),
+        value,
+      ).toEqual({ status: 400, message: invalid })
+    }
+    // The length rule still comes first (the order of the spec's table).
     expect(refusal(() => query(`${base}${'1'.repeat(101)}`)).message).toBe(
       'logged_in_customer_id must be at most 100 characters',
     )

@@ -51,6 +51,9 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$
 const EMAIL =
   /^[^\s@"(),:;<>[\\\]\p{Cc}]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u
 
+/** A Shopify customer id: a positive 64-bit integer in decimal, no sign, no leading zero. */
+const CUSTOMER_ID = /^[1-9][0-9]{0,19}$/
+
 export function isUuidV4(value: string): boolean {
   return UUID_V4.test(value)
 }
@@ -109,6 +112,11 @@ export function parseConsentQuery(pairs: QueryPairs): ConsentQuery {
     customerId = q.get('logged_in_customer_id')
     if (customerId !== undefined && chars(customerId) > MAX_TEXT) {
       throw consentErrors.tooLong('logged_in_customer_id', MAX_TEXT)
+    }
+    // Shopify's customer ids are numbers. Anything else cannot come from the App Proxy, and a
+    // value holding `=` could be another signed parameter moved into it (signature.ts).
+    if (customerId !== undefined && customerId !== '' && !CUSTOMER_ID.test(customerId)) {
+      throw consentErrors.customerIdInvalid()
     }
   }
   return {

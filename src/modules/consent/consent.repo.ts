@@ -100,12 +100,20 @@ export async function resetLapsed(
   return Number(result.numUpdatedRows) === 1
 }
 
-/** Where the consumer was last seen (recorded with later changes); written only when it differs. */
+/**
+ * Where the consumer was last seen (recorded with later changes); written only when it differs,
+ * or (with `updated_at`) to mark a record nobody chose for as still in use (see deleteUnchosen).
+ */
 export async function updateLastSeen(
   db: Executor,
   shop: string,
   digest: string,
-  seen: { last_provider: string; last_privacy_center_id: string; last_client_id: string | null },
+  seen: {
+    last_provider: string
+    last_privacy_center_id: string
+    last_client_id: string | null
+    updated_at?: string
+  },
 ): Promise<void> {
   await db
     .updateTable('consent_records')
@@ -115,11 +123,95 @@ export async function updateLastSeen(
     .execute()
 }
 
+export type RecordKey = Pick<ConsentRecordRow, 'shop' | 'consumer_digest'>
+
+export type ExpiredRecord = Pick<
+  ConsentRecordRow,
+  'shop' | 'consumer_digest' | 'last_provider' | 'last_privacy_center_id' | 'last_client_id'
+>
+
+/**
+ * Reads the next `pageSize` records in key order after `after` and deletes those nobody ever
+ * chose for (no choice, no preference, no history but their `created` event) untouched since
+ * `cutoff`. Returns them, with where they were last seen, and the last key read (where the next
+ * page starts; undefined at the end). Paging by key bounds each statement (SQLite runs it on
+ * the event loop) and reads the table once per pass. The delete checks every condition again
+ * on the row itself, so a choice made meanwhile keeps the record (PostgreSQL re-evaluates them
+ * under the row lock).
+ */
+export async function deleteUnchosen(
+  db: Executor,
+  cutoff: string,
+  pageSize: number,
+  after: RecordKey | undefined,
+): Promise<{ expired: ExpiredRecord[]; last: RecordKey | undefined }> {
+  let page = db
+    .selectFrom('consent_records')
+    .select(['shop', 'consumer_digest', 'choice_at', 'updated_at'])
+    .orderBy('shop')
+    .orderBy('consumer_digest')
+    .limit(pageSize)
+  if (after) {
+    page = page.where(({ eb, refTuple, tuple }) =>
+      eb(refTuple('shop', 'consumer_digest'), '>', tuple(after.shop, after.consumer_digest)),
+    )
+  }
+  const rows = await page.execute()
+  const last = rows.at(-1)
+  const candidates = rows.filter((r) => r.choice_at === null && r.updated_at <= cutoff)
+  if (candidates.length === 0) return { expired: [], last }
+  const expired = await db
+    .deleteFrom('consent_records')
+    .where(({ eb, or, and }) =>
+      or(
+        candidates.map((c) =>
+          and([eb('shop', '=', c.shop), eb('consumer_digest', '=', c.consumer_digest)]),
+        ),
+      ),
+    )
+    .where('choice_at', 'is', null)
+    .where('updated_at', '<=', cutoff)
+    .where('consent_analytics', 'is', null)
+    .where('consent_advertising', 'is', null)
+    .where('consent_personalization', 'is', null)
+    .where('consent_targeted_advertising', 'is', null)
+    .where('opted_out', 'is', null)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('consent_events as e')
+            .select('e.id')
+            .whereRef('e.shop', '=', 'consent_records.shop')
+            .whereRef('e.consumer_digest', '=', 'consent_records.consumer_digest')
+            .where('e.action', '<>', 'created'),
+        ),
+      ),
+    )
+    .returning([
+      'shop',
+      'consumer_digest',
+      'last_provider',
+      'last_privacy_center_id',
+      'last_client_id',
+    ])
+    .execute()
+  return { expired, last }
+}
+
 export async function appendEvent(db: Executor, row: ConsentEventRow): Promise<void> {
   await db.insertInto('consent_events').values(row).execute()
 }
 
-export type ExportRow = ConsentEventRow & { consumer_kind: string; consumer_sealed: string }
+/** Several events in one statement (pruning appends one per expired record). */
+export async function appendEvents(db: Executor, rows: ConsentEventRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('consent_events').values(rows).execute()
+}
+
+/** Kind and sealed identifier are null once the consumer's record has expired (deleteUnchosen). */
+export type ExportRow = ConsentEventRow & {
+  consumer_kind: string | null
+  consumer_sealed: string | null
+}
 
 /** One page of a shop's history in recording order, optionally of one consumer. */
 export function listEvents(
@@ -129,9 +221,10 @@ export function listEvents(
   limit: number,
   digest?: string,
 ): Promise<ExportRow[]> {
+  // A left join: the history of a consumer whose unchosen record expired is still exported.
   let query = db
     .selectFrom('consent_events as e')
-    .innerJoin('consent_records as r', (join) =>
+    .leftJoin('consent_records as r', (join) =>
       join.onRef('r.shop', '=', 'e.shop').onRef('r.consumer_digest', '=', 'e.consumer_digest'),
     )
     .selectAll('e')

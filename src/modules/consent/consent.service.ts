@@ -27,7 +27,25 @@ export interface ConsentOptions {
   production: boolean
   storefrontSecret: string | undefined
   maxSkewSeconds: number
+  /**
+   * Days a record nobody ever chose for may stay unread before `pruneUnchosen` removes it
+   * (COFFER_CONSENT_UNCHOSEN_TTL_DAYS, default 30): anonymous GETs must not grow the database
+   * for ever.
+   */
+  unchosenTtlDays?: number
 }
+
+export const DEFAULT_UNCHOSEN_TTL_DAYS = 30
+/** A read marks an unchosen record as in use at most this often (one write a day, not one a read). */
+const TOUCH_INTERVAL_MS = 86_400_000
+/**
+ * Records read (and at most removed) per transaction by `pruneUnchosen`: small, so that on
+ * SQLite (synchronous, in the serving process) one batch holds the event loop for
+ * milliseconds, not seconds.
+ */
+const PRUNE_PAGE = 500
+/** Lets queued requests run between two batches (SQLite work never yields by itself). */
+const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** What a request says about how the choice was made (kept with each change as evidence). */
 export interface RequestEvidence {
@@ -71,12 +89,21 @@ export class ConsentService {
       row = await this.#restart(row, now, query)
       // A kept opt-out is still an explicit choice on an existing record.
       existing = hasAnyPreference(row)
-    } else if (
-      row.last_provider !== query.provider ||
-      row.last_privacy_center_id !== query.privacyCenterId ||
-      (query.clientId !== undefined && query.clientId !== row.last_client_id)
-    ) {
-      await repo.updateLastSeen(this.db, query.shop, digest, lastSeen(query, row.last_client_id))
+    } else {
+      const moved =
+        row.last_provider !== query.provider ||
+        row.last_privacy_center_id !== query.privacyCenterId ||
+        (query.clientId !== undefined && query.clientId !== row.last_client_id)
+      // An unchosen record in use is kept (pruneUnchosen removes only untouched ones).
+      const touch =
+        row.choice_at === null &&
+        now.getTime() - new Date(row.updated_at).getTime() >= TOUCH_INTERVAL_MS
+      if (moved || touch) {
+        await repo.updateLastSeen(this.db, query.shop, digest, {
+          ...lastSeen(query, row.last_client_id),
+          ...(touch ? { updated_at: now.toISOString() } : {}),
+        })
+      }
     }
     const jwt = this.tokens.sign({
       consumerIdentifier: identifier,
@@ -224,6 +251,48 @@ export class ConsentService {
       })
     })
     return { ...row, ...values, choice_at: null }
+  }
+
+  /**
+   * Removes the records GETs created that nobody ever chose for and nobody has read for
+   * `unchosenTtlDays`, and appends an `expired` event for each in the same transaction, so the
+   * history (never rewritten) still tells why a later GET finds no record and creates one
+   * anew. Safe to run on every node at once. Returns how many were removed.
+   */
+  async pruneUnchosen(): Promise<number> {
+    const now = this.clock.now()
+    const ttlDays = this.options.unchosenTtlDays ?? DEFAULT_UNCHOSEN_TTL_DAYS
+    const cutoff = new Date(now.getTime() - ttlDays * 86_400_000).toISOString()
+    const at = now.toISOString()
+    let removed = 0
+    let after: repo.RecordKey | undefined
+    for (;;) {
+      const batch = await this.db.transaction().execute(async (trx) => {
+        const { expired, last } = await repo.deleteUnchosen(trx, cutoff, PRUNE_PAGE, after)
+        after = last
+        await repo.appendEvents(
+          trx,
+          expired.map((record) => ({
+            shop: record.shop,
+            id: newId(),
+            consumer_digest: record.consumer_digest,
+            at,
+            action: 'expired',
+            provider: record.last_provider,
+            privacy_center_id: record.last_privacy_center_id,
+            client_id: record.last_client_id,
+            changes: '{}',
+            state: JSON.stringify(NO_PREFERENCES),
+            gpc: null,
+            user_agent: null,
+          })),
+        )
+        return expired.length
+      })
+      removed += batch
+      if (after === undefined) return removed
+      await yieldToRequests()
+    }
   }
 
   /** Production only: the App Proxy signature over the query (spec, Authentication 8). */

@@ -156,6 +156,28 @@ describe('verifyAppProxy: refusals', () => {
     expect(verify(signed(`${LOGGED_IN}&extra=3`))).toEqual({ ok: true })
   })
 
+  it('refuses the official anonymous vector re-split into a customer id (`=` in a value)', () => {
+    // Same signed text: `logged_in_customer_id=` + `path_prefix=/apps/…` read as one entry.
+    const resplit = ANONYMOUS.replace(
+      'logged_in_customer_id=&path_prefix=%2Fapps%2Fawesome_reviews',
+      'logged_in_customer_id=path_prefix%3D%2Fapps%2Fawesome_reviews',
+    )
+    expect(resplit).not.toBe(ANONYMOUS)
+    expect(canonicalQuery(parseQuery(resplit))).toBe(canonicalQuery(parseQuery(ANONYMOUS)))
+    expect(verify(`${resplit}&signature=${ANONYMOUS_SIGNATURE}`)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    })
+  })
+
+  it('refuses any signed key or value holding `=` or `&`, even correctly signed', () => {
+    for (const extra of ['q=a%3Db', 'q=a%26b', 'a%3Db=1', 'a%26b=1']) {
+      const query = `${LOGGED_IN}&${extra}`
+      const signature = appProxySignature(parseQuery(query), SECRET)
+      expect(verify(`${query}&signature=${signature}`)).toEqual({ ok: false, reason: 'malformed' })
+    }
+  })
+
   it('refuses a missing signature or timestamp, and malformed ones', () => {
     expect(verify(LOGGED_IN)).toEqual({ ok: false, reason: 'missing' })
     const noTimestamp = LOGGED_IN.replace('&timestamp=1317327555', '')

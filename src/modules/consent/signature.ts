@@ -63,10 +63,27 @@ export interface VerifyOptions {
   maxSkewSeconds: number
 }
 
-/** Verifies a proxied request's query: single security parameters, a fresh timestamp, the HMAC. */
+/**
+ * Characters that must not appear in a signed key or value. The signed text joins `k=v`
+ * entries with no separator, so `logged_in_customer_id=&n=X` and `logged_in_customer_id=n%3DX`
+ * sign the very same bytes: with `=` allowed inside a value, a signed anonymous request could be
+ * re-sent as one for customer `n=X`. `&` is the query's own separator and never appears decoded
+ * in what the App Proxy sends either.
+ */
+const RESPLIT = /[=&]/
+
+/**
+ * Verifies a proxied request's query: single security parameters, no key or value that could
+ * re-split the signed text, a fresh timestamp, the HMAC.
+ */
 export function verifyAppProxy(pairs: QueryPairs, options: VerifyOptions): SignatureCheck {
   for (const name of SINGLE_PARAMETERS) {
     if (pairs.filter(([key]) => key === name).length > 1) return { ok: false, reason: 'repeated' }
+  }
+  if (
+    pairs.some(([key, value]) => key !== 'signature' && (RESPLIT.test(key) || RESPLIT.test(value)))
+  ) {
+    return { ok: false, reason: 'malformed' }
   }
   const given = pairs.find(([key]) => key === 'signature')?.[1]
   const timestamp = pairs.find(([key]) => key === 'timestamp')?.[1]

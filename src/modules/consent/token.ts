@@ -61,3 +61,20 @@ export class ConsentTokens {
     }
   }
 }
+
+/**
+ * The partition a token claims, read without verifying it: only for counting requests against
+ * a shop (consent-rate-limit.ts), never for deciding anything. Undefined when unreadable.
+ */
+export function partitionClaim(token: string): string | undefined {
+  if (token.length > MAX_TOKEN_LENGTH) return undefined
+  const payload = token.split('.')[1]
+  if (payload === undefined) return undefined
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+    const partition = (claims as { consumerPartition?: unknown } | null)?.consumerPartition
+    return typeof partition === 'string' ? partition : undefined
+  } catch {
+    return undefined
+  }
+}

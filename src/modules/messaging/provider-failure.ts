@@ -1,5 +1,6 @@
 import { AppError, ErrorType } from '../../lib/errors.js'
 import { ProviderError } from './provider-http.js'
+import { redactValues } from './provider-redaction.js'
 
 export const EMAIL_FAILED = 'Error sending email'
 export const SMS_FAILED = 'Error sending SMS'
@@ -24,13 +25,19 @@ function statusAndCode(e: ProviderError): [number, string] {
 
 /**
  * The spec's envelope for a provider failure: type `request_failed`, the fixed message, and the
- * provider's error as `provider_error`. Anything that is not a ProviderError is passed through.
+ * provider's error as `provider_error`, with every value in `fromUser` (what was read from the
+ * user's data: the recipient above all) stripped out. Anything that is not a ProviderError is
+ * passed through.
  */
-export function providerFailure(error: unknown, message: string): unknown {
+export function providerFailure(
+  error: unknown,
+  message: string,
+  fromUser: readonly string[] = [],
+): unknown {
   if (!(error instanceof ProviderError)) return error
   const [status, code] = statusAndCode(error)
   return new AppError(status, ErrorType.requestFailed, code, message, {
-    providerError: error.detail,
+    providerError: redactValues(error.detail, fromUser),
     // Logged with a 5xx: the network error behind an unreachable provider, nothing it sent.
     ...(error.cause !== undefined ? { cause: error.cause } : {}),
   })
