@@ -39,6 +39,9 @@ function openSqlite(file: string): Store {
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
   database.pragma('busy_timeout = 5000')
+  // Deleted rows are overwritten with zeros instead of left in free space: a deleted document's
+  // indexed plaintext must not stay readable in the file (PostgreSQL: VACUUM, decisions.md).
+  database.pragma('secure_delete = ON')
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: cachingDatabase(database) }),
   })
