@@ -7,6 +7,7 @@ import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
+import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
@@ -49,6 +50,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
   await registerBodyParsers(app)
+  // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
+  addInputGuard(app)
   registerAuthHooks(app, deps)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The

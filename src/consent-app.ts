@@ -9,6 +9,7 @@ import Fastify, {
 } from 'fastify'
 import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
+import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
@@ -105,6 +106,7 @@ export async function buildConsentApp(
     }
   })
   addResponseHeaders(app)
+  addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
   app.setErrorHandler(handleError)
   app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))

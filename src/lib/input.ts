@@ -21,7 +21,13 @@ export function decodeBase64Json(value: unknown, field: string): unknown {
   if (compact.length === 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
     throw errors.invalidField(field, 'must be base64-encoded JSON')
   }
-  const text = Buffer.from(compact, 'base64').toString('utf8')
+  let text: string
+  try {
+    // Fatal: bytes that are not UTF-8 were silently turned into U+FFFD (data changed unseen).
+    text = UTF8.decode(Buffer.from(compact, 'base64'))
+  } catch {
+    throw errors.invalidField(field, 'must be base64-encoded JSON in UTF-8')
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -30,7 +36,66 @@ export function decodeBase64Json(value: unknown, field: string): unknown {
   }
   if (jsonTooDeep(parsed))
     throw errors.invalidField(field, `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+  // Decoded content never passes the request-wide check (http/input-guard.ts): check it here.
+  const malformed = findMalformed(parsed, field)
+  if (malformed) throw errors.invalidField(malformed.field, malformed.problem)
   return parsed
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/** `String.prototype.isWellFormed` (Node 20; not yet in TypeScript's ES2023 library). */
+export function isWellFormedText(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed()
+}
+
+export const ILL_FORMED_TEXT = 'must be well-formed Unicode text (no unpaired surrogate)'
+export const NON_FINITE_NUMBER = 'must be a finite number'
+
+export interface MalformedInput {
+  /** Dotted path of the offending value (`document.items.0.name`), or `root` itself. */
+  field: string
+  problem: string
+}
+
+/**
+ * The first text that is not well-formed Unicode (an unpaired surrogate, which JSON's `\ud800`
+ * escape produces; it cannot be stored as UTF-8 and makes `encodeURIComponent` throw) or number
+ * that is not finite (`1e400` parses to Infinity; a coerced `page=Infinity` reached SQL) in a
+ * parsed input, names and values alike. Only plain objects and arrays are entered: buffers and
+ * streams are not text. Iterative: no stack to overflow.
+ */
+export function findMalformed(value: unknown, root: string): MalformedInput | undefined {
+  const pending: [unknown, string][] = [[value, root]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [node, path] = next
+    const field = path === '' ? 'request' : path
+    if (typeof node === 'string') {
+      if (!isWellFormedText(node)) return { field, problem: ILL_FORMED_TEXT }
+    } else if (typeof node === 'number') {
+      if (!Number.isFinite(node)) return { field, problem: NON_FINITE_NUMBER }
+    } else if (isPlainContainer(node)) {
+      const children: [unknown, string][] = []
+      for (const [key, child] of Object.entries(node)) {
+        // An ill-formed name is shown escaped (`"\ud800"`), so the message itself is valid text.
+        const name = isWellFormedText(key) ? key : JSON.stringify(key)
+        const childPath = path === '' ? name : `${path}.${name}`
+        if (name !== key) return { field: childPath, problem: `name ${ILL_FORMED_TEXT}` }
+        children.push([child, childPath])
+      }
+      // Reversed onto the stack: the first offending field in document order is the one named.
+      pending.push(...children.reverse())
+    }
+  }
+  return undefined
+}
+
+/** Arrays and dictionaries: plain objects, null-prototype ones, and the query parser's `Empty`. */
+function isPlainContainer(value: unknown): value is object {
+  if (typeof value !== 'object' || value === null) return false
+  if (Array.isArray(value)) return true
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null
 }
 
 /**
