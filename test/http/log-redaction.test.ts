@@ -12,6 +12,13 @@ import { createDeps } from '../../src/deps.js'
 import type { Store } from '../../src/store/db.js'
 import { basicHeader, multipartBody, TEST_ARGON2 } from '../helpers/app.js'
 import { CONSENT, TEST_CONSENT_SECRET } from '../helpers/consent.js'
+import {
+  bootstrapCredentials,
+  type ServerProcess,
+  type SharedDatabase,
+  sharedDatabase,
+  startServerProcess,
+} from '../helpers/processes.js'
 import { openTestStore } from '../helpers/store.js'
 
 /**
@@ -123,6 +130,80 @@ describe('logs at trace level hold no credential', () => {
   it('and none of the secrets any request carried', () => {
     const log = lines.join('')
     for (const [label, value] of Object.entries(secrets)) {
+      expect(log.includes(value), `${label} in the log`).toBe(false)
+    }
+  })
+})
+
+/** The same through `coffer serve` itself: COFFER_LOG_LEVEL=trace, both listeners, one log. */
+describe('`coffer serve` at COFFER_LOG_LEVEL=trace logs no credential', () => {
+  let db: SharedDatabase
+  let server: ServerProcess
+  let consentUrl: string
+  let apiKey: string
+
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    const dir = db.dataDir()
+    server = await startServerProcess({
+      ...db.env(dir),
+      COFFER_LOG_LEVEL: 'trace',
+      COFFER_SERVE: 'both',
+      COFFER_CONSENT_PORT: '0',
+      COFFER_CONSENT_JWT_SECRET: TEST_CONSENT_SECRET,
+    })
+    // The main API is logged as listening first; the consent listener follows.
+    for (let i = 0; i < 100 && !consentUrl; i++) {
+      const m = /Consent API listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())
+      if (m) consentUrl = m[1] as string
+      else await new Promise((r) => setTimeout(r, 100))
+    }
+    apiKey = bootstrapCredentials(dir).api_key
+  }, 60_000)
+
+  afterAll(async () => {
+    await server?.stop()
+    await db?.drop()
+  })
+
+  it('multipart, JSON and consent requests leave no credential in the output', async () => {
+    const authorization = basicHeader(apiKey)
+    const cookie = 'session=process-cookie-canary-83d1'
+    const signature = 'processsignaturecanary0123456789'
+    const multipart = multipartBody({ name: 'process-vault' })
+    const statuses: number[] = []
+    for (const [type, body] of [
+      [multipart.contentType, multipart.body],
+      ['application/json', JSON.stringify({ name: 'process-vault-json' })],
+    ] as const) {
+      const res = await fetch(`${server.url}/v1/vaults`, {
+        method: 'POST',
+        headers: { authorization, cookie, 'content-type': type },
+        body,
+      })
+      statuses.push(res.status)
+    }
+    expect(statuses).toEqual([200, 200])
+    expect(consentUrl).toBeDefined()
+    const consent = await fetch(
+      `${consentUrl}${CONSENT}?shop=a.myshopify.com&signature=${signature}`,
+      {
+        headers: { authorization, cookie },
+      },
+    )
+    await consent.arrayBuffer()
+    // The request line is written after the answer is sent: wait for it.
+    for (let i = 0; i < 50 && !server.output().includes('/api/v1/cmp/consent'); i++)
+      await new Promise((r) => setTimeout(r, 100))
+    const log = server.output()
+    expect(log).toContain('Providing options to busboy')
+    expect(log).toContain('"route":"/api/v1/cmp/consent"')
+    for (const [label, value] of Object.entries({
+      'API key': apiKey,
+      'Basic credential in base64': authorization.slice('Basic '.length),
+      cookie,
+      'consent signature': signature,
+    })) {
       expect(log.includes(value), `${label} in the log`).toBe(false)
     }
   })
