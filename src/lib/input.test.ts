@@ -6,6 +6,7 @@ import {
   encodeBase64Json,
   findMalformed,
   isTrue,
+  isWellFormedText,
   parseFutureTime,
   parseIdList,
 } from './input.js'
@@ -464,6 +465,14 @@ describe('findMalformed', () => {
     expect(findMalformed('\ud800', 'document')?.field).toBe('document')
     expect(findMalformed({ x: '\ud800' }, 'document')?.field).toBe('document.x')
     expect(findMalformed('\ud800', '')?.field).toBe('request')
+  })
+
+  it('shortens a long client-chosen path to 200 characters without splitting a pair', () => {
+    const key = '😀'.repeat(300)
+    const field = findMalformed({ [key]: '\ud800' }, 'document')?.field ?? ''
+    expect([...field]).toHaveLength(200)
+    expect(field.endsWith('…')).toBe(true)
+    expect(isWellFormedText(field)).toBe(true)
   })
 
   it('accepts well-formed text (pairs, U+FFFD, emoji) and finite numbers', () => {

@@ -71,7 +71,16 @@ export function findMalformed(value: unknown, root: string): MalformedInput | un
   const problem = problemAt(value, path, 0)
   if (problem === undefined) return undefined
   if (root !== '') path.unshift(root)
-  return { field: path.length > 0 ? path.join('.') : 'request', problem }
+  return { field: path.length > 0 ? shortened(path.join('.')) : 'request', problem }
+}
+
+/** Field paths are client text echoed in the error: at most this many characters. */
+const MAX_FIELD_PATH = 200
+
+/** Cut by code points, never inside a surrogate pair (the message must stay well-formed). */
+function shortened(text: string): string {
+  if (text.length <= MAX_FIELD_PATH) return text
+  return `${[...text].slice(0, MAX_FIELD_PATH - 1).join('')}…`
 }
 
 /** What is wrong in `value`, its path (relative to `value`) left in `path`; or undefined. */
