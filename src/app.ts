@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
+import { addInputGuard } from './http/input-guard.js'
+import { type LogOptions, loggerOptions } from './http/logging.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
@@ -22,32 +24,17 @@ import { userRoutes } from './modules/users/users.routes.js'
 import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 
 export interface AppOptions {
-  logger?: FastifyServerOptions['logger']
+  /** Default: no logging. Whatever is given, our serializers and secret redaction apply. */
+  logger?: boolean | LogOptions
   trustProxy?: boolean
   bodyLimit?: number
 }
 
-/** Never log secrets: credentials travel in Authorization, search options in query strings. */
-export const LOG_SERIALIZERS = {
-  req: (req: { method: string; url: string; id: string }) => ({
-    method: req.method,
-    path: req.url.split('?')[0],
-    id: req.id,
-  }),
-}
-
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
-  const logger = options.logger === undefined ? false : options.logger
+  const logger = loggerOptions(options.logger)
   const app = Fastify({
-    logger:
-      logger === false || logger === true
-        ? logger
-        : {
-            ...(logger as object),
-            serializers: LOG_SERIALIZERS,
-            redact: ['req.headers.authorization'],
-          },
+    logger,
     // One line per request from our onResponse hook instead (route pattern, never the query).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
@@ -63,6 +50,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
   await registerBodyParsers(app)
+  // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
+  addInputGuard(app)
   registerAuthHooks(app, deps)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The

@@ -7,9 +7,10 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify'
-import { LOG_SERIALIZERS } from './app.js'
 import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
+import { addInputGuard } from './http/input-guard.js'
+import { type LogOptions, loggerOptions } from './http/logging.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 import { DEFAULT_PRUNE_INTERVAL_MS, schedulePruning } from './modules/consent/consent-pruning.js'
@@ -21,7 +22,7 @@ import {
 
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
-  logger?: boolean | { level: string; stream?: { write(line: string): void } }
+  logger?: boolean | LogOptions
   /** Log through this logger instead (the main app's, when one process serves both). */
   loggerInstance?: FastifyBaseLogger
   /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
@@ -68,16 +69,10 @@ export async function buildConsentApp(
   deps: Deps,
   options: ConsentAppOptions = {},
 ): Promise<FastifyInstance> {
-  const logger = options.loggerInstance ? true : (options.logger ?? false)
+  // A shared logger instance already carries the main app's serializers and redaction.
+  const logger = options.loggerInstance ? true : loggerOptions(options.logger)
   const app = Fastify({
-    ...(options.loggerInstance
-      ? { loggerInstance: options.loggerInstance }
-      : {
-          logger:
-            logger === false || logger === true
-              ? logger
-              : { ...logger, serializers: LOG_SERIALIZERS, redact: ['req.headers.authorization'] },
-        }),
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger }),
     // The query string holds customer emails: one line per request from the hook below, with
     // the route pattern only.
     logController: new LogController({ disableRequestLogging: true }),
@@ -121,6 +116,7 @@ export async function buildConsentApp(
     }
   })
   addResponseHeaders(app)
+  addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
   app.setErrorHandler(handleError)
   app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))

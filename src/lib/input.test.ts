@@ -4,7 +4,9 @@ import { AppError } from './errors.js'
 import {
   decodeBase64Json,
   encodeBase64Json,
+  findMalformed,
   isTrue,
+  isWellFormedText,
   parseFutureTime,
   parseIdList,
 } from './input.js'
@@ -434,6 +436,69 @@ describe('parseFutureTime', () => {
           expect(parseFutureTime(at.toISOString(), field, now)).toBe(at.toISOString())
         },
       ),
+    )
+  })
+})
+
+describe('findMalformed', () => {
+  it.each([
+    ['a lone high surrogate', { a: '\ud800' }, 'a', 'well-formed'],
+    ['a lone low surrogate deep in an array', { a: [1, { b: 'x\udc00' }] }, 'a.1.b', 'well-formed'],
+    ['reversed surrogate pair', ['\udc00\ud800'], '0', 'well-formed'],
+    ['an ill-formed name', { 'k\ud800': 1 }, '"k\\ud800"', 'name must be well-formed'],
+    ['Infinity', { page: Number.POSITIVE_INFINITY }, 'page', 'finite'],
+    ['-Infinity', { n: [Number.NEGATIVE_INFINITY] }, 'n.0', 'finite'],
+    ['NaN', { n: Number.NaN }, 'n', 'finite'],
+    [
+      'the first offender in document order',
+      { a: 1, b: '\ud800', c: '\ud800' },
+      'b',
+      'well-formed',
+    ],
+  ])('finds %s', (_, value, field, problem) => {
+    const found = findMalformed(value, '')
+    expect(found?.field).toBe(field)
+    expect(found?.problem).toContain(problem)
+  })
+
+  it('names the root when the value itself is malformed, prefixed paths otherwise', () => {
+    expect(findMalformed('\ud800', 'document')?.field).toBe('document')
+    expect(findMalformed({ x: '\ud800' }, 'document')?.field).toBe('document.x')
+    expect(findMalformed('\ud800', '')?.field).toBe('request')
+  })
+
+  it('shortens a long client-chosen path to 200 characters without splitting a pair', () => {
+    const key = '😀'.repeat(300)
+    const field = findMalformed({ [key]: '\ud800' }, 'document')?.field ?? ''
+    expect([...field]).toHaveLength(200)
+    expect(field.endsWith('…')).toBe(true)
+    expect(isWellFormedText(field)).toBe(true)
+  })
+
+  it('accepts well-formed text (pairs, U+FFFD, emoji) and finite numbers', () => {
+    const fine = { a: '😀', b: '\ufffd', c: [0, -0, 1e308, -1e-308], d: null, e: true }
+    expect(findMalformed(fine, '')).toBeUndefined()
+  })
+
+  it('does not walk buffers or other non-plain objects', () => {
+    expect(findMalformed({ b: Buffer.from([0xed, 0xa0, 0x80]) }, '')).toBeUndefined()
+  })
+
+  it('decodeBase64Json refuses what findMalformed finds, and bytes that are not UTF-8', () => {
+    expectInvalidField(
+      () => decodeBase64Json(Buffer.from('{"a":"\\ud800"}').toString('base64'), 'document'),
+      'document.a',
+      'well-formed',
+    )
+    expectInvalidField(
+      () => decodeBase64Json(Buffer.from('[1e400]').toString('base64'), 'document'),
+      'document.0',
+      'finite',
+    )
+    expectInvalidField(
+      () => decodeBase64Json(Buffer.from([0x22, 0xff, 0x22]).toString('base64'), 'document'),
+      'document',
+      'in UTF-8',
     )
   })
 })

@@ -21,7 +21,13 @@ export function decodeBase64Json(value: unknown, field: string): unknown {
   if (compact.length === 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
     throw errors.invalidField(field, 'must be base64-encoded JSON')
   }
-  const text = Buffer.from(compact, 'base64').toString('utf8')
+  let text: string
+  try {
+    // Fatal: bytes that are not UTF-8 were silently turned into U+FFFD (data changed unseen).
+    text = UTF8.decode(Buffer.from(compact, 'base64'))
+  } catch {
+    throw errors.invalidField(field, 'must be base64-encoded JSON in UTF-8')
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -30,7 +36,90 @@ export function decodeBase64Json(value: unknown, field: string): unknown {
   }
   if (jsonTooDeep(parsed))
     throw errors.invalidField(field, `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+  // Decoded content never passes the request-wide check (http/input-guard.ts): check it here.
+  const malformed = findMalformed(parsed, field)
+  if (malformed) throw errors.invalidField(malformed.field, malformed.problem)
   return parsed
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/** `String.prototype.isWellFormed` (Node 20; not yet in TypeScript's ES2023 library). */
+export function isWellFormedText(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed()
+}
+
+export const ILL_FORMED_TEXT = 'must be well-formed Unicode text (no unpaired surrogate)'
+export const NON_FINITE_NUMBER = 'must be a finite number'
+
+export interface MalformedInput {
+  /** Dotted path of the offending value (`document.items.0.name`), or `root` itself. */
+  field: string
+  problem: string
+}
+
+/**
+ * The first text that is not well-formed Unicode (an unpaired surrogate, which JSON's `\ud800`
+ * escape produces; it cannot be stored as UTF-8 and makes `encodeURIComponent` throw) or number
+ * that is not finite (`1e400` parses to Infinity; a coerced `page=Infinity` reached SQL) in a
+ * parsed input, names and values alike, in document order. Only plain objects and arrays are
+ * entered (buffers and streams are not text), to MAX_JSON_DEPTH: every parser refuses deeper
+ * input first. The path is built only for the offender (a 1 MB body is walked in a few ms).
+ */
+export function findMalformed(value: unknown, root: string): MalformedInput | undefined {
+  const path: string[] = []
+  const problem = problemAt(value, path, 0)
+  if (problem === undefined) return undefined
+  if (root !== '') path.unshift(root)
+  return { field: path.length > 0 ? shortened(path.join('.')) : 'request', problem }
+}
+
+/** Field paths are client text echoed in the error: at most this many characters. */
+const MAX_FIELD_PATH = 200
+
+/** Cut by code points, never inside a surrogate pair (the message must stay well-formed). */
+function shortened(text: string): string {
+  if (text.length <= MAX_FIELD_PATH) return text
+  return `${[...text].slice(0, MAX_FIELD_PATH - 1).join('')}…`
+}
+
+/** What is wrong in `value`, its path (relative to `value`) left in `path`; or undefined. */
+function problemAt(value: unknown, path: string[], depth: number): string | undefined {
+  if (typeof value === 'string') return isWellFormedText(value) ? undefined : ILL_FORMED_TEXT
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : NON_FINITE_NUMBER
+  if (typeof value !== 'object' || value === null || depth >= MAX_JSON_DEPTH) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const problem = problemAt(value[i], path, depth + 1)
+      if (problem !== undefined) {
+        path.unshift(String(i))
+        return problem
+      }
+    }
+    return undefined
+  }
+  if (!isDictionary(value)) return undefined
+  const entries = value as Record<string, unknown>
+  for (const key in entries) {
+    if (!Object.hasOwn(entries, key)) continue
+    if (!isWellFormedText(key)) {
+      // Shown escaped (`"\ud800"`), so that the message itself is well-formed text.
+      path.unshift(JSON.stringify(key))
+      return `name ${ILL_FORMED_TEXT}`
+    }
+    const problem = problemAt(entries[key], path, depth + 1)
+    if (problem !== undefined) {
+      path.unshift(key)
+      return problem
+    }
+  }
+  return undefined
+}
+
+/** Plain objects, null-prototype ones, and the query parser's `Empty` dictionaries. */
+function isDictionary(value: object): boolean {
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null
 }
 
 /**

@@ -45,6 +45,9 @@ function openSqlite(file: string): Store {
   // After a large write the WAL file would keep its size for good (a 147 MB one stayed after
   // one oversized document): once a checkpoint has emptied it, SQLite truncates it to this.
   database.pragma(`journal_size_limit = ${SQLITE_JOURNAL_SIZE_LIMIT}`)
+  // Deleted rows are overwritten with zeros instead of left in free space: a deleted document's
+  // indexed plaintext must not stay readable in the file (PostgreSQL: VACUUM, decisions.md).
+  database.pragma('secure_delete = ON')
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: cachingDatabase(database) }),
   })

@@ -38,6 +38,8 @@ export interface TestAppOptions {
   masterKey?: MasterKey
   /** Messaging providers (see helpers/providers.ts); default: nowhere (see NO_PROVIDERS). */
   providers?: ProviderConfig
+  /** SQLite only: a database file instead of memory (tests that read the bytes on disk). */
+  sqliteFile?: string
   /** The app's logger (tests that read what is logged); default: none. */
   logger?: AppOptions['logger']
   /** Told when a password reset email could not be sent (see DepsOptions). */
@@ -54,7 +56,7 @@ export const NO_PROVIDERS: ProviderConfig = {
 }
 
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const store = await openTestStore()
+  const store = await openTestStore(options.sqliteFile ? { sqliteFile: options.sqliteFile } : {})
   const blobDir = mkdtempSync(join(tmpdir(), 'coffer-blobs-'))
   const deps = createDeps(store, {
     masterKey: options.masterKey ?? MasterKey.generate(),

@@ -8,12 +8,13 @@ export const testDialect = process.env.TEST_DATABASE === 'postgres' ? 'postgres'
 export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 /**
- * A migrated, empty store: in-memory SQLite, or a fresh schema on the PostgreSQL server (dropped
- * on close), so test files never see each other's rows.
+ * A migrated, empty store: in-memory SQLite (or this file: tests that read the bytes on disk), or
+ * a fresh schema on the PostgreSQL server (dropped on close), so test files never see each
+ * other's rows.
  */
-export async function openTestStore(): Promise<Store> {
+export async function openTestStore(options: { sqliteFile?: string } = {}): Promise<Store> {
   if (testDialect === 'sqlite') {
-    const store = openStore({ url: ':memory:' })
+    const store = openStore({ url: options.sqliteFile ?? ':memory:' })
     await migrateToLatest(store.db)
     return store
   }

@@ -8,6 +8,7 @@ import { decryptStream, encryptStream } from '../../crypto/stream-cipher.js'
 import type { Clock } from '../../lib/clock.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
+import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
 import { changeOwner, createItem, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import { assertItemAllows } from '../auth/item-access.js'
@@ -52,6 +53,8 @@ export function validateFilename(name: string): string {
     throw errors.invalidField('file', `filename must be at most ${MAX_FILENAME} characters`)
   if (/\p{Cc}/u.test(name))
     throw errors.invalidField('file', 'filename must not contain control characters')
+  // Downloads percent-encode it (Content-Disposition): an unpaired surrogate would throw there.
+  if (!isWellFormedText(name)) throw errors.invalidField('file', `filename ${ILL_FORMED_TEXT}`)
   return name
 }
 

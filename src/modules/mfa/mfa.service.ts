@@ -4,6 +4,7 @@ import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
+import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
 import type { UserRow } from '../users/users.repo.js'
 import type { UsersService } from '../users/users.service.js'
@@ -223,5 +224,7 @@ function validateIssuer(value: unknown): string {
     throw errors.invalidField('issuer', `must be at most ${MAX_ISSUER} characters`)
   if (/\p{Cc}/u.test(issuer))
     throw errors.invalidField('issuer', 'must not contain control characters')
+  // The key URI percent-encodes it: an unpaired surrogate made encodeURIComponent throw (a 500).
+  if (!isWellFormedText(issuer)) throw errors.invalidField('issuer', ILL_FORMED_TEXT)
   return issuer
 }
