@@ -14,6 +14,16 @@ export async function bumpWindow(
   now: Date,
   windowMs: number,
 ): Promise<number> {
+  return (await bumpWindowAt(db, key, now, windowMs)).count
+}
+
+/** `bumpWindow`, also telling when the current window ends (for `Retry-After`). */
+export async function bumpWindowAt(
+  db: Executor,
+  key: string,
+  now: Date,
+  windowMs: number,
+): Promise<{ count: number; windowEndsAt: Date }> {
   const at = now.toISOString()
   const cutoff = new Date(now.getTime() - windowMs).toISOString()
   const row = await db
@@ -25,7 +35,8 @@ export async function bumpWindow(
         window_started_at: sql`case when login_throttle.window_started_at <= ${cutoff} then ${at} else login_throttle.window_started_at end`,
       }),
     )
-    .returning('failures')
+    .returning(['failures', 'window_started_at'])
     .executeTakeFirstOrThrow()
-  return Number(row.failures)
+  const endsAt = new Date(new Date(row.window_started_at).getTime() + windowMs)
+  return { count: Number(row.failures), windowEndsAt: endsAt }
 }

@@ -7,9 +7,11 @@ import type { BlobStore } from '../../src/blob/blob-store.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import type { ProviderConfig } from '../../src/config.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
+import type { HashingLimits, PasswordHasherOptions } from '../../src/crypto/passwords.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
+import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
 import { openTestStore } from './store.js'
 
@@ -42,6 +44,13 @@ export interface TestAppOptions {
   logger?: AppOptions['logger']
   /** Told when a password reset email could not be sent (see DepsOptions). */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
+  /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default the production ones). */
+  argon2?: PasswordHasherOptions
+  hashingLimits?: HashingLimits
+  /** Per-address and server-wide login limits (default the production ones). */
+  loginLimits?: LoginLimits
+  /** Which proxies' X-Forwarded-For to believe (default none). */
+  trustProxy?: AppOptions['trustProxy']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -57,12 +66,17 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const deps = createDeps(store, {
     masterKey: options.masterKey ?? MasterKey.generate(),
     blobStore: options.blobStore ?? new FsBlobStore(blobDir),
-    argon2: TEST_ARGON2,
+    argon2: options.argon2 ?? TEST_ARGON2,
+    ...(options.hashingLimits ? { hashingLimits: options.hashingLimits } : {}),
+    ...(options.loginLimits ? { loginLimits: options.loginLimits } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
   })
-  const app = await buildApp(deps, options.logger ? { logger: options.logger } : {})
+  const app = await buildApp(deps, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+  })
   await app.ready()
   const api = new Api(app)
   const newAccount = async (): Promise<Admin> => {
