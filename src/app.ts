@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
@@ -23,7 +24,8 @@ import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger']
-  trustProxy?: boolean
+  /** Which proxies' X-Forwarded-For to believe (config.ts TrustProxy); default none. */
+  trustProxy?: TrustProxy
   bodyLimit?: number
 }
 
@@ -34,6 +36,19 @@ export const LOG_SERIALIZERS = {
     path: req.url.split('?')[0],
     id: req.id,
   }),
+}
+
+/**
+ * Fastify's form of a TrustProxy, never `true` (which would believe the leftmost X-Forwarded-For
+ * entry, written by the client itself). Fastify 5 deliberately ignores a bare hop count, so n hops
+ * become proxy-addr's trust function: the socket peer and the next n − 1 entries are proxies.
+ */
+export function fastifyTrustProxy(
+  trust: TrustProxy | undefined,
+): false | string[] | ((address: string, hop: number) => boolean) {
+  if (trust === undefined || trust === false || trust === 0) return false
+  if (typeof trust === 'number') return (_address, hop) => hop < trust
+  return [...trust]
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -51,7 +66,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // One line per request from our onResponse hook instead (route pattern, never the query).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     // A path may list up to 100 UUIDs (GET /v2/users/{ids}: 3,699 characters); find-my-way's
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.

@@ -7,7 +7,8 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify'
-import { LOG_SERIALIZERS } from './app.js'
+import { fastifyTrustProxy, LOG_SERIALIZERS } from './app.js'
+import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
@@ -20,6 +21,8 @@ export interface ConsentAppOptions {
   loggerInstance?: FastifyBaseLogger
   /** Consent bodies are a token and five booleans: 16 KiB is plenty. */
   bodyLimit?: number
+  /** Which proxies' X-Forwarded-For to believe, as on the main API (config.ts TrustProxy). */
+  trustProxy?: TrustProxy
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -73,6 +76,7 @@ export async function buildConsentApp(
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     bodyLimit: options.bodyLimit ?? 16_384,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     // A GET creates a record: HEAD must not do so silently.
     exposeHeadRoutes: false,
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
