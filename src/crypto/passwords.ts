@@ -52,6 +52,16 @@ export class PasswordHasher {
     return this.#gate.load()
   }
 
+  /**
+   * Throws the same 503 a hash would get when the queue is full now: lets a caller shed a request
+   * before doing other work for it (the gate itself still decides when the hash is asked for).
+   */
+  assertCapacity(): void {
+    const { running, queued } = this.#gate.load()
+    if (running >= this.#gate.maxRunning && queued >= this.#gate.maxQueued)
+      throw errors.busy('password hashing', BUSY_RETRY_AFTER_SECONDS)
+  }
+
   hash(password: string): Promise<string> {
     return this.#gated(() => this.#hash(password))
   }

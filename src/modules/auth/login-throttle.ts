@@ -67,50 +67,62 @@ export class LoginThrottle {
   }
 
   /**
-   * Counts this attempt for the client address and for (user, client); throws 429 when either
-   * limit is spent. Needs no user lookup, so it runs first.
+   * Counts this attempt in every window and throws 429 when one is spent: the per-address and
+   * per-(user, client) limits always; the server-wide and per-user ones unless this client has
+   * logged in to the user before. All four counts are one transaction, so an attempt costs one
+   * commit (one fsync on SQLite, whose writes block the event loop) however many windows it
+   * counts in.
    */
-  async assertClientAllowed(a: LoginAttempt): Promise<void> {
-    await this.#assertWithin(addressKey(a), this.#limits.perAddress)
-    await this.#assertWithin(clientKey(a), PER_CLIENT)
+  async admit(a: LoginAttempt, userId: string | undefined): Promise<void> {
+    const now = this.clock.now()
+    const windows = [
+      { key: addressKey(a), limit: this.#limits.perAddress, spareKnown: false },
+      { key: clientKey(a), limit: PER_CLIENT, spareKnown: false },
+      { key: GLOBAL_KEY, limit: this.#limits.global, spareKnown: true },
+      { key: userKey(a), limit: PER_USER, spareKnown: true },
+    ]
+    const counted = await this.db.transaction().execute(async (trx) => {
+      const out: { retryAfter: number | undefined; spareKnown: boolean }[] = []
+      for (const w of windows) {
+        const { count, windowEndsAt } = await bumpWindowAt(trx, w.key, now, w.limit.windowMs)
+        const retryAfter =
+          count <= w.limit.max
+            ? undefined
+            : Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
+        out.push({ retryAfter, spareKnown: w.spareKnown })
+      }
+      return out
+    })
+    const spent = counted.filter((c) => c.retryAfter !== undefined)
+    if (spent.length === 0) return
+    const retryAfter = Math.max(...spent.map((c) => c.retryAfter as number))
+    if (spent.some((c) => !c.spareKnown)) throw errors.rateLimited(retryAfter)
+    if (!userId || !(await this.#isKnownClient(a.accountId, userId, a.client)))
+      throw errors.rateLimited(retryAfter)
   }
 
-  /**
-   * Counts this attempt for the whole server and for the user; throws 429 when either limit is
-   * spent and this client is not a known one of the user.
-   */
-  async assertUserAllowed(a: LoginAttempt, userId: string | undefined): Promise<void> {
-    const spared = () =>
-      userId ? this.#isKnownClient(a.accountId, userId, a.client) : Promise.resolve(false)
-    let known: boolean | undefined
-    for (const [key, limit] of [
-      [GLOBAL_KEY, this.#limits.global],
-      [userKey(a), PER_USER],
-    ] as const) {
-      const retryAfter = await this.#count(key, limit)
-      if (retryAfter === undefined) continue
-      known ??= await spared()
-      if (!known) throw errors.rateLimited(retryAfter)
-    }
-  }
-
-  /** The attempt was already counted by the two checks above. */
+  /** The attempt was already counted by admit. */
   async recordFailure(_a: LoginAttempt): Promise<void> {
     // Counters of random usernames must not pile up: prune expired ones now and then.
     if (Math.random() < 0.01) await this.prune()
   }
 
   async recordSuccess(a: LoginAttempt, userId: string): Promise<void> {
+    // One commit, as in admit.
+    await this.db.transaction().execute((trx) => this.#recordSuccess(trx, a, userId))
+  }
+
+  async #recordSuccess(db: Executor, a: LoginAttempt, userId: string): Promise<void> {
     const now = this.clock.now().toISOString()
-    await this.db.deleteFrom('login_throttle').where('key', '=', clientKey(a)).execute()
-    // A success is not a failure: take back the count its checks added to the shared windows.
-    await this.db
+    await db.deleteFrom('login_throttle').where('key', '=', clientKey(a)).execute()
+    // A success is not a failure: take back the count admit added to the shared windows.
+    await db
       .updateTable('login_throttle')
       .set({ failures: sql`failures - 1` })
       .where('key', 'in', [userKey(a), addressKey(a), GLOBAL_KEY])
       .where('failures', '>', 0)
       .execute()
-    await this.db
+    await db
       .insertInto('login_known_clients')
       .values({
         account_id: a.accountId,
@@ -136,19 +148,6 @@ export class LoginThrottle {
     )
     const cutoff = new Date(this.clock.now().getTime() - longest).toISOString()
     await this.db.deleteFrom('login_throttle').where('window_started_at', '<', cutoff).execute()
-  }
-
-  async #assertWithin(key: string, limit: WindowLimit): Promise<void> {
-    const retryAfter = await this.#count(key, limit)
-    if (retryAfter !== undefined) throw errors.rateLimited(retryAfter)
-  }
-
-  /** Counts one attempt; undefined while within the limit, else seconds until the window ends. */
-  async #count(key: string, limit: WindowLimit): Promise<number | undefined> {
-    const now = this.clock.now()
-    const { count, windowEndsAt } = await bumpWindowAt(this.db, key, now, limit.windowMs)
-    if (count <= limit.max) return undefined
-    return Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
   }
 
   async #isKnownClient(accountId: string, userId: string, client: string): Promise<boolean> {

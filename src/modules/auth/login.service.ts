@@ -59,13 +59,15 @@ export class LoginService {
         : parseFutureTime(input.notValidAfter, 'not_valid_after', this.clock.now())
     const attempt = { accountId: accountId.toLowerCase(), username, client: input.client }
 
-    await this.throttle.assertClientAllowed(attempt)
+    // A flood the hashing queue cannot take is shed here, before it costs any database write.
+    this.hasher.assertCapacity()
     // No username holds a control character (validateUsername), and PostgreSQL text cannot hold
     // NUL at all: such a name matches nobody, after the same work as any other unknown name.
     const user = /\p{Cc}/u.test(username)
       ? undefined
       : await this.users.findForLogin(attempt.accountId, username)
-    await this.throttle.assertUserAllowed(attempt, user?.id)
+    // Every limit is checked (and the attempt counted) before any hashing.
+    await this.throttle.admit(attempt, user?.id)
     const valid = await this.hasher.verify(user?.password_hash, password)
     if (user?.mfa_enrolled === 1) {
       // Checked even after a wrong password, so a right code is used up (spec, Authentication 4).
