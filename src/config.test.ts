@@ -1,5 +1,7 @@
+import { availableParallelism } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEFAULT_PROVIDERS, loadConfig } from './config.js'
+import { defaultHashingLimits } from './crypto/passwords.js'
 
 const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
   try {
@@ -64,8 +66,12 @@ describe('config: login flood protection and proxy trust', () => {
       perAddressWindowSeconds: 900,
       globalMax: 600,
       globalWindowSeconds: 60,
+      refusalDelayMs: 1000,
     })
-    expect(config.argon2).toEqual({ maxConcurrent: 2, maxQueued: 32 })
+    expect(config.argon2).toEqual({
+      maxConcurrent: Math.max(1, Math.min(2, Math.floor(availableParallelism() / 2))),
+      maxQueued: 32,
+    })
     expect(config.startupNotes).toEqual([])
   })
 
@@ -96,30 +102,42 @@ describe('config: login flood protection and proxy trust', () => {
       COFFER_LOGIN_ADDRESS_WINDOW_SECONDS: '86400',
       COFFER_LOGIN_GLOBAL_MAX_FAILURES: '1000000',
       COFFER_LOGIN_GLOBAL_WINDOW_SECONDS: '1',
+      COFFER_LOGIN_REFUSAL_DELAY_MS: '0',
     })
     expect(config.login).toEqual({
       perAddressMax: 1,
       perAddressWindowSeconds: 86_400,
       globalMax: 1_000_000,
       globalWindowSeconds: 1,
+      refusalDelayMs: 0,
     })
+    expect(loadConfig({ COFFER_LOGIN_REFUSAL_DELAY_MS: '10000' }).login.refusalDelayMs).toBe(10_000)
     expect(
       problemsOf({
         COFFER_LOGIN_ADDRESS_MAX_FAILURES: '0',
         COFFER_LOGIN_ADDRESS_WINDOW_SECONDS: '86401',
         COFFER_LOGIN_GLOBAL_MAX_FAILURES: '1000001',
         COFFER_LOGIN_GLOBAL_WINDOW_SECONDS: '1.5',
+        COFFER_LOGIN_REFUSAL_DELAY_MS: '10001',
       }),
     ).toEqual([
       'COFFER_LOGIN_ADDRESS_MAX_FAILURES must be an integer from 1 to 1000000',
       'COFFER_LOGIN_ADDRESS_WINDOW_SECONDS must be an integer from 1 to 86400',
       'COFFER_LOGIN_GLOBAL_MAX_FAILURES must be an integer from 1 to 1000000',
       'COFFER_LOGIN_GLOBAL_WINDOW_SECONDS must be an integer from 1 to 86400',
+      'COFFER_LOGIN_REFUSAL_DELAY_MS must be an integer from 0 to 10000',
     ])
   })
 
   it('keeps argon2 below the libuv pool size so file I/O always has a thread', () => {
-    expect(loadConfig({ UV_THREADPOOL_SIZE: '8' }).argon2.maxConcurrent).toBe(4)
+    // Half the pool and half the CPUs: one hash on two cores, never all of a pool.
+    expect(defaultHashingLimits(4, 2)).toEqual({ maxConcurrent: 1, maxQueued: 32 })
+    expect(defaultHashingLimits(4, 16)).toEqual({ maxConcurrent: 2, maxQueued: 32 })
+    expect(defaultHashingLimits(8, 16)).toEqual({ maxConcurrent: 4, maxQueued: 32 })
+    expect(defaultHashingLimits(2, 1)).toEqual({ maxConcurrent: 1, maxQueued: 32 })
+    expect(loadConfig({ UV_THREADPOOL_SIZE: '8' }).argon2.maxConcurrent).toBe(
+      Math.max(1, Math.min(4, Math.floor(availableParallelism() / 2))),
+    )
     expect(loadConfig({ COFFER_ARGON2_MAX_CONCURRENT: '3' }).argon2.maxConcurrent).toBe(3)
     expect(problemsOf({ COFFER_ARGON2_MAX_CONCURRENT: '4' })).toEqual([
       'COFFER_ARGON2_MAX_CONCURRENT must be an integer from 1 to 3',

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { isAbsolute, join, resolve } from 'node:path'
+import { defaultHashingLimits } from './crypto/passwords.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
@@ -69,6 +70,8 @@ export interface LoginLimitsConfig {
   /** Failures of every login on the server together. */
   globalMax: number
   globalWindowSeconds: number
+  /** How long a refused login (429, or 503 when hashing is saturated) is held before answering. */
+  refusalDelayMs: number
 }
 
 export interface Argon2Config {
@@ -254,24 +257,33 @@ function loginLimits(env: NodeJS.ProcessEnv, problems: string[]): LoginLimitsCon
       day,
       problems,
     ),
+    refusalDelayMs: intSetting(env, 'COFFER_LOGIN_REFUSAL_DELAY_MS', 1000, 0, 10_000, problems),
   })
 }
 
 /**
  * argon2 runs on libuv's thread pool (UV_THREADPOOL_SIZE, default 4), shared with file I/O: by
- * default half the pool may hash, and never all of it.
+ * default half the pool and half the CPUs may hash (crypto/passwords.ts), never the whole pool.
  */
 function argon2Limits(env: NodeJS.ProcessEnv, problems: string[]): Argon2Config {
   const pool = intSetting(env, 'UV_THREADPOOL_SIZE', 4, 2, 1024, problems)
+  const defaults = defaultHashingLimits(Math.max(2, pool))
   const maxConcurrent = intSetting(
     env,
     'COFFER_ARGON2_MAX_CONCURRENT',
-    Math.max(1, Math.floor(pool / 2)),
+    defaults.maxConcurrent,
     1,
     Math.max(1, pool - 1),
     problems,
   )
-  const maxQueued = intSetting(env, 'COFFER_ARGON2_MAX_QUEUED', 32, 0, 10_000, problems)
+  const maxQueued = intSetting(
+    env,
+    'COFFER_ARGON2_MAX_QUEUED',
+    defaults.maxQueued,
+    0,
+    10_000,
+    problems,
+  )
   return Object.freeze({ maxConcurrent, maxQueued })
 }
 

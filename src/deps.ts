@@ -76,6 +76,8 @@ export interface DepsOptions {
   hashingLimits?: HashingLimits
   /** Per-address and server-wide login failure limits (default DEFAULT_LOGIN_LIMITS). */
   loginLimits?: LoginLimits
+  /** How long a refused login (429/503) is held before its answer (default 1000 ms). */
+  loginRefusalDelayMs?: number
   /** Provider base URLs and timeout (tests point them at a local stand-in). */
   providers?: ProviderConfig
   /** Life of a password reset email's credential (default 30 minutes). */
@@ -182,7 +184,16 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     authz: new AuthzService(groups),
     groups,
     users,
-    login: new LoginService(db, clock, hasher, users, credentials, throttle, mfa),
+    login: new LoginService(
+      db,
+      clock,
+      hasher,
+      users,
+      credentials,
+      throttle,
+      mfa,
+      options.loginRefusalDelayMs,
+    ),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
     documents,

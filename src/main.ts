@@ -62,6 +62,7 @@ async function start(
       },
       global: { max: config.login.globalMax, windowMs: config.login.globalWindowSeconds * 1000 },
     },
+    loginRefusalDelayMs: config.login.refusalDelayMs,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     onResetEmailError: (error, { flowId }) =>
       log(

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { hash, verify } from '@node-rs/argon2'
 import { BoundedGate, GateFullError } from '../lib/bounded-gate.js'
 import { errors } from '../lib/errors.js'
@@ -16,16 +17,27 @@ export const OWASP_ARGON2: PasswordHasherOptions = { memoryCost: 19_456, timeCos
 /**
  * How much argon2 work may be in flight. @node-rs/argon2 runs on libuv's thread pool (4 threads
  * by default), which the filesystem BLOB store, `fs` and DNS also use: unbounded, a login flood
- * fills every thread and file reads wait behind it. At most `maxConcurrent` hashes run (leave
- * threads free: default 2 of 4), at most `maxQueued` wait, and beyond that the call is refused
- * with 503 + Retry-After instead of queueing without bound.
+ * fills every thread and file reads wait behind it. At most `maxConcurrent` hashes run, at most
+ * `maxQueued` wait, and beyond that the call is refused with 503 + Retry-After instead of
+ * queueing without bound.
  */
 export interface HashingLimits {
   maxConcurrent: number
   maxQueued: number
 }
 
-export const DEFAULT_HASHING_LIMITS: HashingLimits = { maxConcurrent: 2, maxQueued: 32 }
+/**
+ * Half the thread pool, so file I/O always has threads, and at most half the CPUs: each hash
+ * keeps a core busy, and the event loop (every other request) needs one too. 1 on a 2-core host,
+ * 2 with the default pool on 4 cores or more.
+ */
+export function defaultHashingLimits(
+  threadPoolSize = 4,
+  cpus = availableParallelism(),
+): HashingLimits {
+  const maxConcurrent = Math.max(1, Math.min(Math.floor(threadPoolSize / 2), Math.floor(cpus / 2)))
+  return { maxConcurrent, maxQueued: 32 }
+}
 
 /** A refused hash is retried after this long: the queue drains in well under a second. */
 const BUSY_RETRY_AFTER_SECONDS = 1
@@ -41,7 +53,7 @@ export class PasswordHasher {
 
   constructor(
     options: PasswordHasherOptions = OWASP_ARGON2,
-    limits: HashingLimits = DEFAULT_HASHING_LIMITS,
+    limits: HashingLimits = defaultHashingLimits(),
   ) {
     this.#options = options
     this.#gate = new BoundedGate(limits.maxConcurrent, limits.maxQueued)

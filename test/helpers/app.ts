@@ -49,6 +49,8 @@ export interface TestAppOptions {
   hashingLimits?: HashingLimits
   /** Per-address and server-wide login limits (default the production ones). */
   loginLimits?: LoginLimits
+  /** How long a refused login is held (default 0 here, 1 s in production). */
+  loginRefusalDelayMs?: number
   /** Which proxies' X-Forwarded-For to believe (default none). */
   trustProxy?: AppOptions['trustProxy']
 }
@@ -69,6 +71,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     argon2: options.argon2 ?? TEST_ARGON2,
     ...(options.hashingLimits ? { hashingLimits: options.hashingLimits } : {}),
     ...(options.loginLimits ? { loginLimits: options.loginLimits } : {}),
+    loginRefusalDelayMs: options.loginRefusalDelayMs ?? 0,
     ...(options.clock ? { clock: options.clock } : {}),
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),

@@ -110,6 +110,19 @@ describe('login flood', () => {
     expect((await login(base, good(other.username))).status).toBe(200)
   })
 
+  it('holds a refused login before answering, so a flood client cannot resend at once', async () => {
+    const { t, base } = await start({
+      loginLimits: { perAddress: { max: 1, windowMs: HOUR }, global: generous },
+      loginRefusalDelayMs: 300,
+    })
+    const bad = () => ({ account_id: t.admin.account_id, username: randomName(), password: 'x' })
+    expect((await login(base, bad())).status).toBe(401)
+    const started = performance.now()
+    expect((await login(base, bad())).status).toBe(429)
+    // A lower bound only: the answer cannot come before the delay, however fast the machine.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290)
+  })
+
   it('answers 503 with Retry-After when every hashing slot and queue place is taken', async () => {
     const { t, base } = await start({
       argon2: SLOW_ARGON2,

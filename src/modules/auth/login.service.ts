@@ -1,6 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import type { Clock } from '../../lib/clock.js'
-import { errors } from '../../lib/errors.js'
+import { AppError, errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
 import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
@@ -46,9 +47,25 @@ export class LoginService {
     private readonly credentials: CredentialsService,
     private readonly throttle: LoginThrottle,
     private readonly mfa: LoginMfa,
+    /**
+     * How long a login refused by a limit (429) or a full hashing queue (503) waits before it is
+     * answered. A flood client waits for each answer before sending again: answered at once, a
+     * refused flood comes back thousands of times a second and takes the CPU every other request
+     * needs; held (a timer, no work), it cannot. Default 1 s (config.ts).
+     */
+    private readonly refusalDelayMs = 1000,
   ) {}
 
   async login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
+    try {
+      return await this.#login(input)
+    } catch (error) {
+      if (this.refusalDelayMs > 0 && isRefusal(error)) await sleep(this.refusalDelayMs)
+      throw error
+    }
+  }
+
+  async #login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
     const accountId = required(input.accountId, 'account_id')
     const username = required(input.username, 'username')
     const password = required(input.password, 'password')
@@ -97,6 +114,9 @@ export class LoginService {
     return { user, accessToken }
   }
 }
+
+const isRefusal = (error: unknown) =>
+  error instanceof AppError && (error.statusCode === 429 || error.statusCode === 503)
 
 function required(value: unknown, field: string): string {
   if (typeof value !== 'string' || value === '') throw errors.invalidField(field, 'is required')
