@@ -137,8 +137,17 @@ describe('login flood', () => {
       timeout: 10_000,
       interval: 2,
     })
+    const counters = () =>
+      t.deps.store.db
+        .selectFrom('login_throttle')
+        .select((eb) => eb.fn.sum<number>('failures').as('n'))
+        .executeTakeFirstOrThrow()
+        .then((r) => Number(r.n))
+    const countedBefore = await counters()
     const refused = await login(base, bad())
     expect(refused.status).toBe(503)
+    // Shed before any database write: the refused attempt was never counted.
+    expect(await counters()).toBe(countedBefore)
     expect(refused.retryAfter).toBe('1')
     expect(refused.body).toMatchObject({
       result: 'error',
