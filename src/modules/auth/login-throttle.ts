@@ -3,7 +3,7 @@ import { digestSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
-import { bumpWindowAt } from '../../store/window-counter.js'
+import { bumpWindowsAt } from '../../store/window-counter.js'
 import { clientNetwork } from './client-network.js'
 
 /**
@@ -69,9 +69,9 @@ export class LoginThrottle {
   /**
    * Counts this attempt in every window and throws 429 when one is spent: the per-address and
    * per-(user, client) limits always; the server-wide and per-user ones unless this client has
-   * logged in to the user before. All four counts are one transaction, so an attempt costs one
-   * commit (one fsync on SQLite, whose writes block the event loop) however many windows it
-   * counts in.
+   * logged in to the user before. All four counts are one statement, so an attempt costs one
+   * round trip and one commit (one fsync on SQLite, whose writes block the event loop) however
+   * many windows it counts in, and the row every login shares is locked only for that statement.
    */
   async admit(a: LoginAttempt, userId: string | undefined): Promise<void> {
     const now = this.clock.now()
@@ -81,17 +81,18 @@ export class LoginThrottle {
       { key: GLOBAL_KEY, limit: this.#limits.global, spareKnown: true },
       { key: userKey(a), limit: PER_USER, spareKnown: true },
     ]
-    const counted = await this.db.transaction().execute(async (trx) => {
-      const out: { retryAfter: number | undefined; spareKnown: boolean }[] = []
-      for (const w of windows) {
-        const { count, windowEndsAt } = await bumpWindowAt(trx, w.key, now, w.limit.windowMs)
-        const retryAfter =
-          count <= w.limit.max
-            ? undefined
-            : Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
-        out.push({ retryAfter, spareKnown: w.spareKnown })
-      }
-      return out
+    const counts = await bumpWindowsAt(
+      this.db,
+      windows.map((w) => ({ key: w.key, windowMs: w.limit.windowMs })),
+      now,
+    )
+    const counted = windows.map((w, i) => {
+      const { count, windowEndsAt } = counts[i] as (typeof counts)[number]
+      const retryAfter =
+        count <= w.limit.max
+          ? undefined
+          : Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
+      return { retryAfter, spareKnown: w.spareKnown }
     })
     const spent = counted.filter((c) => c.retryAfter !== undefined)
     if (spent.length === 0) return
