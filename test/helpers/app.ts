@@ -17,6 +17,11 @@ import { openTestStore } from './store.js'
 
 /** Cheap argon2 parameters keep the suite fast; production uses the OWASP ones. */
 export const TEST_ARGON2 = { memoryCost: 1024, timeCost: 1 }
+/**
+ * Cheap hashes need no queue bound: tests that fire hundreds of parallel logins measure the
+ * login limits, not the hashing queue (tests of the queue pass their own limits).
+ */
+export const TEST_HASHING_LIMITS = { maxConcurrent: 2, maxQueued: 100_000 }
 
 export interface Admin extends AccountCredentials {
   userId: string
@@ -44,7 +49,7 @@ export interface TestAppOptions {
   logger?: AppOptions['logger']
   /** Told when a password reset email could not be sent (see DepsOptions). */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
-  /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default the production ones). */
+  /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default TEST_HASHING_LIMITS). */
   argon2?: PasswordHasherOptions
   hashingLimits?: HashingLimits
   /** Per-address and server-wide login limits (default the production ones). */
@@ -69,7 +74,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     masterKey: options.masterKey ?? MasterKey.generate(),
     blobStore: options.blobStore ?? new FsBlobStore(blobDir),
     argon2: options.argon2 ?? TEST_ARGON2,
-    ...(options.hashingLimits ? { hashingLimits: options.hashingLimits } : {}),
+    hashingLimits: options.hashingLimits ?? TEST_HASHING_LIMITS,
     ...(options.loginLimits ? { loginLimits: options.loginLimits } : {}),
     loginRefusalDelayMs: options.loginRefusalDelayMs ?? 0,
     ...(options.clock ? { clock: options.clock } : {}),

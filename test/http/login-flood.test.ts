@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { defaultHashingLimits } from '../../src/crypto/passwords.js'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import { basicHeader, createUser, type TestApp, type TestAppOptions } from '../helpers/app.js'
@@ -172,6 +173,7 @@ describe('login flood', () => {
     const FLOOD = 24
     const { t, base } = await start({
       argon2: SLOW_ARGON2,
+      hashingLimits: defaultHashingLimits(),
       loginLimits: { perAddress: generous, global: generous },
     })
     const authorization = basicHeader(t.admin.api_key)
