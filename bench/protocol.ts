@@ -121,6 +121,8 @@ export const ENV = {
   s3Bucket: 'COFFER_BENCH_S3_BUCKET',
   /** The search child: how many documents to put in its vault. */
   searchDocuments: 'COFFER_BENCH_SEARCH_DOCUMENTS',
+  /** The Coffer child: `off` lifts the login limits so every flood request reaches argon2. */
+  loginLimits: 'COFFER_BENCH_LOGIN_LIMITS',
 } as const
 
 /** Only the parent sets these for a child: values inherited from the user's shell are dropped. */

@@ -22,6 +22,11 @@
  * Then the consent API (bench/consent.ts, BENCH_PARTS `consent`): GET of an existing record and
  * POST update against bare Fastify, BENCH_CONSENT_ROUNDS interleaved rounds (default 3), medians.
  *
+ * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
+ * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
+ * logins with random usernames and addresses, with the login limits on and lifted; written to
+ * bench/results/login-flood.md (login-flood-postgres.md on PostgreSQL).
+ *
  * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search; on
  * PostgreSQL bench/results/search-postgres.md), bench/results/consent.md (consent; on
  * PostgreSQL consent-postgres.md); exits 1 if
@@ -41,6 +46,13 @@ import {
   runConsentBench,
 } from './consent.js'
 import { envNumber, type Load, runScenario } from './load.js'
+import {
+  type FloodVariant,
+  floodBroken,
+  floodLines,
+  floodMarkdown,
+  runLoginFloodBench,
+} from './login-flood.js'
 import {
   formatBlobLine,
   formatBlobProblems,
@@ -106,12 +118,15 @@ async function runBlobs(
   }
 }
 
-const PARTS = ['http', 'blobs', 'search', 'consent'] as const
+const PARTS = ['http', 'blobs', 'search', 'consent', 'flood'] as const
 
-/** BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, comma-separated (default all). */
+/**
+ * BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, `flood`, comma-separated (default
+ * all).
+ */
 function benchParts(): Record<(typeof PARTS)[number], boolean> {
   const raw = (process.env.BENCH_PARTS ?? '').trim()
-  if (raw === '') return { http: true, blobs: true, search: true, consent: true }
+  if (raw === '') return { http: true, blobs: true, search: true, consent: true, flood: true }
   const parts = raw.split(',').map((p) => p.trim())
   const unknown = parts.filter((p) => !(PARTS as readonly string[]).includes(p))
   if (unknown.length > 0) throw new Error(`BENCH_PARTS takes ${PARTS.join(', ')} (got ${raw})`)
@@ -120,6 +135,7 @@ function benchParts(): Record<(typeof PARTS)[number], boolean> {
     blobs: parts.includes('blobs'),
     search: parts.includes('search'),
     consent: parts.includes('consent'),
+    flood: parts.includes('flood'),
   }
 }
 
@@ -194,6 +210,13 @@ async function main(): Promise<number> {
     process.stdout.write(`\n${consentLines(consent).join('\n')}\n`)
   }
 
+  let flood: FloodVariant[] = []
+  if (parts.flood) {
+    flood = await runLoginFloodBench(pgUrl, load, warmupS, (v) => {
+      process.stdout.write(`${floodLines([v]).join('\n')}\n`)
+    })
+  }
+
   const database = pgUrl
     ? `PostgreSQL (${redactUrl(pgUrl)}, fresh schema)`
     : 'SQLite (fresh file in a temp dir)'
@@ -251,7 +274,26 @@ async function main(): Promise<number> {
     process.stdout.write(`\nwritten to ${relative(process.cwd(), file)}\n`)
   }
 
+  if (parts.flood) {
+    const text = floodMarkdown(
+      {
+        date: new Date(),
+        durationS: load.durationS,
+        warmupS,
+        connections: load.connections,
+        database,
+        node: process.version,
+        cpus: cpus().length,
+      },
+      flood,
+    )
+    const file = join(BENCH_DIR, 'results', pgUrl ? 'login-flood-postgres.md' : 'login-flood.md')
+    writeReport(file, text)
+    process.stdout.write(`\n${text}\nwritten to ${relative(process.cwd(), file)}\n`)
+  }
+
   const broken = [
+    ...floodBroken(flood),
     ...results.filter(isBroken).map((m) => m.scenario.name),
     ...consentBroken(consent),
     ...blobs.filter(isBlobBroken).map((b) => `BLOB ${b.store}`),

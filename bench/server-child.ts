@@ -121,14 +121,23 @@ async function startCoffer(): Promise<Running> {
   const store = await openBenchStore()
   const blobStore = openBlobStore()
   // Production argon2 parameters (the default): login is meant to be measured as deployed.
-  const deps = createDeps(store, { masterKey: MasterKey.generate(), blobStore })
+  // The login-flood bench may lift the login limits to load argon2 with every request.
+  const unlimited = { max: 1_000_000_000, windowMs: 60_000 }
+  const deps = createDeps(store, {
+    masterKey: MasterKey.generate(),
+    blobStore,
+    ...(process.env[ENV.loginLimits] === 'off'
+      ? { loginLimits: { perAddress: unlimited, global: unlimited } }
+      : {}),
+  })
   const admin = await deps.accounts.createWithAdmin()
   const adminRow = await deps.users.findForLogin(admin.account_id, admin.username)
   if (!adminRow) throw new Error('the admin user was not created')
   const loginUser = { username: 'bench-login', password: randomBytes(12).toString('hex') }
   const created = await deps.users.create(admin.account_id, { ...loginUser, groupIds: [] })
 
-  const app = await buildApp(deps, { logger: false })
+  // The login-flood bench plays a proxy on loopback that names many clients in X-Forwarded-For.
+  const app = await buildApp(deps, { logger: false, trustProxy: ['loopback'] })
   const fixtures = await createFixtures(app, admin.api_key)
   await app.listen({ host: HOST, port: 0 })
   return {

@@ -52,6 +52,8 @@ export interface CofferOptions {
   pgUrl?: string | undefined
   /** BLOB content in this s3rver's bucket; default files in the temp dir. */
   s3?: ServerHandle<S3ServerInfo> | undefined
+  /** `off`: login limits lifted, so a flood measures the bounded argon2 work alone. */
+  loginLimits?: 'on' | 'off' | undefined
 }
 
 /**
@@ -63,6 +65,7 @@ export async function startCofferServer(
 ): Promise<ServerHandle<CofferServerInfo>> {
   const { pgUrl, s3 } = options
   const env: Record<string, string> = {}
+  if (options.loginLimits === 'off') env[ENV.loginLimits] = 'off'
   if (s3) {
     Object.assign(env, {
       [ENV.s3Endpoint]: s3.url,

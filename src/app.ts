@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
@@ -10,6 +11,7 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { ErrorEnvelope } from './http/schemas.js'
+import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
@@ -26,7 +28,8 @@ import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 export interface AppOptions {
   /** Default: no logging. Whatever is given, our serializers and secret redaction apply. */
   logger?: boolean | LogOptions
-  trustProxy?: boolean
+  /** Which proxies' X-Forwarded-For to believe (config.ts TrustProxy); default none. */
+  trustProxy?: TrustProxy
   bodyLimit?: number
 }
 
@@ -38,7 +41,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // One line per request from our onResponse hook instead (route pattern, never the query).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     // A path may list up to 100 UUIDs (GET /v2/users/{ids}: 3,699 characters); find-my-way's
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.

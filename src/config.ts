@@ -1,4 +1,6 @@
+import { isIP } from 'node:net'
 import { isAbsolute, join, resolve } from 'node:path'
+import { defaultHashingLimits } from './crypto/passwords.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
@@ -12,8 +14,8 @@ export interface Config {
   /** `postgres://…`, or a SQLite file path. */
   databaseUrl: string
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  /** Trust `X-Forwarded-For` from a reverse proxy (only then is it used as the client address). */
-  trustProxy: boolean
+  /** Which reverse proxies' `X-Forwarded-For` to believe (see TrustProxy). */
+  trustProxy: TrustProxy
   /** Largest request body outside BLOB uploads. */
   bodyLimitBytes: number
   env: 'development' | 'production'
@@ -54,12 +56,45 @@ export interface Config {
   consentUnchosenTtlDays: number
   /** How often the consent listener removes such records, in seconds. */
   consentPruneIntervalSeconds: number
+  /** Login limits beyond the fixed per-user ones (modules/auth/login-throttle.ts). */
+  login: LoginLimitsConfig
+  /** Bounds on concurrent argon2 work (crypto/passwords.ts). */
+  argon2: Argon2Config
+  /** Notes about settings logged once at start (e.g. a value whose meaning changed). */
+  startupNotes: readonly string[]
 }
 
 export interface ConsentRateLimitConfig {
   perAddress: number
   perShop: number
   windowSeconds: number
+}
+
+/**
+ * `false`: the socket's address is the client (X-Forwarded-For ignored). A number n: the nearest
+ * n hops are trusted proxies, so the client is the address the farthest of them saw (the n-th
+ * entry of X-Forwarded-For from the right). A list: addresses/CIDRs (or `loopback`, `linklocal`,
+ * `uniquelocal`) of trusted proxies; the client is the nearest address not in the list. Entries a
+ * client writes itself are never believed beyond what a trusted proxy appended.
+ */
+export type TrustProxy = false | number | readonly string[]
+
+export interface LoginLimitsConfig {
+  /** Failures per client address (IPv6: per /64), any account or username. */
+  perAddressMax: number
+  perAddressWindowSeconds: number
+  /** Failures of every login on the server together. */
+  globalMax: number
+  globalWindowSeconds: number
+  /** How long a refused login (429, or 503 when hashing is saturated) is held before answering. */
+  refusalDelayMs: number
+}
+
+export interface Argon2Config {
+  /** Hashes running at once; must leave libuv threads for file I/O (below UV_THREADPOOL_SIZE). */
+  maxConcurrent: number
+  /** Hashes waiting; beyond that a request is answered 503 with Retry-After. */
+  maxQueued: number
 }
 
 export type ServeMode = 'both' | 'api' | 'consent'
@@ -160,8 +195,119 @@ function providers(env: NodeJS.ProcessEnv, problems: string[]): ProviderConfig {
   return { sendgridBaseUrl, twilioBaseUrl, timeoutMs }
 }
 
+// --- Login flood protection and proxy trust (security review, findings 3 and 12) ---
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+/** More hops than any real chain of proxies: a larger number is a typo. */
+const MAX_PROXY_HOPS = 16
+
+function isAddressOrCidr(entry: string): boolean {
+  if (PROXY_NAMES.includes(entry)) return true
+  const [address = '', prefix, extra] = entry.split('/')
+  const version = isIP(address)
+  if (version === 0 || extra !== undefined) return false
+  if (prefix === undefined) return true
+  const bits = Number(prefix)
+  return /^\d+$/.test(prefix) && bits <= (version === 4 ? 32 : 128)
+}
+
+function trustProxy(raw: string | undefined, problems: string[], notes: string[]): TrustProxy {
+  const value = (raw ?? '').trim()
+  if (['', '0', 'false', 'no'].includes(value.toLowerCase())) return false
+  if (['true', 'yes'].includes(value.toLowerCase())) {
+    notes.push(
+      'COFFER_TRUST_PROXY=true now means 1 hop: the client is the address the nearest proxy saw, never what the client wrote in X-Forwarded-For; set a hop count or proxy addresses to be explicit',
+    )
+    return 1
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (hops > MAX_PROXY_HOPS)
+      problems.push(`COFFER_TRUST_PROXY hops must be at most ${MAX_PROXY_HOPS}`)
+    return hops
+  }
+  const entries = value.split(',').map((e) => e.trim())
+  const bad = entries.filter((e) => !isAddressOrCidr(e))
+  if (bad.length > 0) {
+    problems.push(
+      'COFFER_TRUST_PROXY must be false, true, a hop count, or comma-separated proxy addresses/CIDRs',
+    )
+  }
+  return Object.freeze(entries)
+}
+
+function intSetting(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  problems: string[],
+): number {
+  const raw = env[name]
+  const n = raw === undefined || raw.trim() === '' ? fallback : Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) {
+    problems.push(`${name} must be an integer from ${min} to ${max}`)
+  }
+  return n
+}
+
+function loginLimits(env: NodeJS.ProcessEnv, problems: string[]): LoginLimitsConfig {
+  const day = 86_400
+  return Object.freeze({
+    perAddressMax: intSetting(env, 'COFFER_LOGIN_ADDRESS_MAX_FAILURES', 50, 1, 1_000_000, problems),
+    perAddressWindowSeconds: intSetting(
+      env,
+      'COFFER_LOGIN_ADDRESS_WINDOW_SECONDS',
+      900,
+      1,
+      day,
+      problems,
+    ),
+    globalMax: intSetting(env, 'COFFER_LOGIN_GLOBAL_MAX_FAILURES', 600, 1, 1_000_000, problems),
+    globalWindowSeconds: intSetting(
+      env,
+      'COFFER_LOGIN_GLOBAL_WINDOW_SECONDS',
+      60,
+      1,
+      day,
+      problems,
+    ),
+    refusalDelayMs: intSetting(env, 'COFFER_LOGIN_REFUSAL_DELAY_MS', 1000, 0, 10_000, problems),
+  })
+}
+
+/**
+ * argon2 runs on libuv's thread pool (UV_THREADPOOL_SIZE, default 4), shared with file I/O: by
+ * default half the pool and half the CPUs may hash (crypto/passwords.ts), never the whole pool.
+ */
+function argon2Limits(env: NodeJS.ProcessEnv, problems: string[]): Argon2Config {
+  const pool = intSetting(env, 'UV_THREADPOOL_SIZE', 4, 2, 1024, problems)
+  const defaults = defaultHashingLimits(Math.max(2, pool))
+  const maxConcurrent = intSetting(
+    env,
+    'COFFER_ARGON2_MAX_CONCURRENT',
+    defaults.maxConcurrent,
+    1,
+    Math.max(1, pool - 1),
+    problems,
+  )
+  const maxQueued = intSetting(
+    env,
+    'COFFER_ARGON2_MAX_QUEUED',
+    defaults.maxQueued,
+    0,
+    10_000,
+    problems,
+  )
+  return Object.freeze({ maxConcurrent, maxQueued })
+}
+
+// --- end of login flood protection and proxy trust ---
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = []
+  const notes: string[] = []
   const dataDir = resolve(env.COFFER_DATA_DIR || './data')
   const databaseUrl = env.COFFER_DATABASE_URL || join(dataDir, 'coffer.db')
   if (!/^postgres(ql)?:\/\//.test(databaseUrl) && databaseUrl !== ':memory:') {
@@ -252,7 +398,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl: databaseUrl.startsWith('.') ? resolve(databaseUrl) : databaseUrl,
     logLevel,
-    trustProxy: flag('COFFER_TRUST_PROXY', env.COFFER_TRUST_PROXY, problems),
+    trustProxy: trustProxy(env.COFFER_TRUST_PROXY, problems, notes),
     bodyLimitBytes: bodyLimit,
     env: appEnv as Config['env'],
     masterKey,
@@ -277,6 +423,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     consentRateLimit,
     consentUnchosenTtlDays,
     consentPruneIntervalSeconds,
+    login: loginLimits(env, problems),
+    argon2: argon2Limits(env, problems),
+    startupNotes: Object.freeze(notes),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

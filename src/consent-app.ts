@@ -7,10 +7,12 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify'
+import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 import { DEFAULT_PRUNE_INTERVAL_MS, schedulePruning } from './modules/consent/consent-pruning.js'
@@ -31,6 +33,8 @@ export interface ConsentAppOptions {
   rateLimit?: ConsentRateLimits
   /** How often unchosen records are pruned (COFFER_CONSENT_PRUNE_INTERVAL_SECONDS). */
   pruneIntervalMs?: number
+  /** Which proxies' X-Forwarded-For to believe, as on the main API (config.ts TrustProxy). */
+  trustProxy?: TrustProxy
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -78,6 +82,7 @@ export async function buildConsentApp(
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     bodyLimit: options.bodyLimit ?? 16_384,
+    trustProxy: fastifyTrustProxy(options.trustProxy),
     // A GET creates a record: HEAD must not do so silently.
     exposeHeadRoutes: false,
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),

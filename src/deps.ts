@@ -4,14 +4,18 @@ import { S3BlobStore } from './blob/s3-blob-store.js'
 import { type Config, DEFAULT_PROVIDERS, type ProviderConfig } from './config.js'
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
-import { PasswordHasher, type PasswordHasherOptions } from './crypto/passwords.js'
+import {
+  type HashingLimits,
+  PasswordHasher,
+  type PasswordHasherOptions,
+} from './crypto/passwords.js'
 import { randomSecret } from './crypto/secrets.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
 import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
-import { LoginThrottle } from './modules/auth/login-throttle.js'
+import { type LoginLimits, LoginThrottle } from './modules/auth/login-throttle.js'
 import { BlobsService } from './modules/blobs/blobs.service.js'
 import { type ConsentOptions, ConsentService } from './modules/consent/consent.service.js'
 import { ConsentKeys } from './modules/consent/consent-keys.js'
@@ -68,6 +72,12 @@ export interface DepsOptions {
   onCleanupError?: (error: unknown, objectKey: string) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
+  /** Concurrent and queued argon2 work (default 2 running, 32 waiting). */
+  hashingLimits?: HashingLimits
+  /** Per-address and server-wide login failure limits (default DEFAULT_LOGIN_LIMITS). */
+  loginLimits?: LoginLimits
+  /** How long a refused login (429/503) is held before its answer (default 1000 ms). */
+  loginRefusalDelayMs?: number
   /** Provider base URLs and timeout (tests point them at a local stand-in). */
   providers?: ProviderConfig
   /** Life of a password reset email's credential (default 30 minutes). */
@@ -107,7 +117,7 @@ export function blobStoreFor(config: Config): BlobStore {
 export function createDeps(store: Store, options: DepsOptions): Deps {
   const db = store.db
   const clock = options.clock ?? systemClock
-  const hasher = new PasswordHasher(options.argon2)
+  const hasher = new PasswordHasher(options.argon2, options.hashingLimits)
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const indexer = new Indexer()
   const credentials = new CredentialsService(db, clock, options.accessTokenMaxDays)
@@ -143,7 +153,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     (trx, accountId) => userSchemas.current(trx, accountId, true),
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
-  const throttle = new LoginThrottle(db, clock)
+  const throttle = new LoginThrottle(db, clock, options.loginLimits)
   const providers = options.providers ?? DEFAULT_PROVIDERS
   const sendgrid = new SendGridClient({
     baseUrl: providers.sendgridBaseUrl,
@@ -178,7 +188,15 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     authz: new AuthzService(groups),
     groups,
     users,
-    login: new LoginService(db, hasher, users, credentials, throttle, mfa),
+    login: new LoginService(
+      db,
+      hasher,
+      users,
+      credentials,
+      throttle,
+      mfa,
+      options.loginRefusalDelayMs,
+    ),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
     documents,

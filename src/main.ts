@@ -54,6 +54,15 @@ async function start(
     masterKey: key,
     blobStore: blobStoreFor(config),
     providers: config.providers,
+    hashingLimits: config.argon2,
+    loginLimits: {
+      perAddress: {
+        max: config.login.perAddressMax,
+        windowMs: config.login.perAddressWindowSeconds * 1000,
+      },
+      global: { max: config.login.globalMax, windowMs: config.login.globalWindowSeconds * 1000 },
+    },
+    loginRefusalDelayMs: config.login.refusalDelayMs,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
@@ -135,10 +144,12 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           ...(app ? { loggerInstance: app.log } : { logger: { level: config.logLevel } }),
           rateLimit: config.consentRateLimit,
           pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
+          trustProxy: config.trustProxy,
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)
   for (const [obj, msg] of pending) log(obj, msg)
+  for (const note of config.startupNotes) log({}, note)
   // The main API comes up first: its account is bootstrapped and its address is logged first.
   if (app) {
     await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))

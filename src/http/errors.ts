@@ -8,6 +8,7 @@ interface Rendered {
   code: string
   message: string
   providerError?: Record<string, unknown> | undefined
+  retryAfterSeconds?: number | undefined
 }
 
 /** A validation error names the field: `body/username must NOT have fewer than 1 characters`. */
@@ -31,6 +32,7 @@ function render(error: FastifyError | AppError | Error): Rendered {
       code: error.code,
       message: error.message,
       providerError: error.providerError,
+      retryAfterSeconds: error.retryAfterSeconds,
     }
   }
   if (error instanceof IntegrityError) {
@@ -68,6 +70,7 @@ function render(error: FastifyError | AppError | Error): Rendered {
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
   // A body over the limit may still be arriving: close the connection rather than read the rest.
   if (r.status === 413) reply.header('connection', 'close')
+  if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
   return (
     reply
       .code(r.status)

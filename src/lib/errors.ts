@@ -5,16 +5,23 @@
 export class AppError extends Error {
   /** A provider's own error detail, sent as `error.provider_error` (spec, messaging). */
   declare readonly providerError?: Record<string, unknown>
+  /** Sent as the `Retry-After` header (seconds) with a 429 or 503. */
+  readonly retryAfterSeconds: number | undefined
 
   constructor(
     readonly statusCode: number,
     readonly type: string,
     readonly code: string,
     message: string,
-    options?: { cause?: unknown; providerError?: Record<string, unknown> },
+    options?: {
+      cause?: unknown
+      providerError?: Record<string, unknown>
+      retryAfterSeconds?: number
+    },
   ) {
     super(message, options)
     this.name = 'AppError'
+    this.retryAfterSeconds = options?.retryAfterSeconds
     // Not enumerable, so an error logged with its fields never carries it: a provider's error
     // text can quote the phone number or address it refused.
     if (options?.providerError)
@@ -70,11 +77,22 @@ export const errors = {
     new AppError(404, ErrorType.notFound, 'NOT_FOUND', `${what} not found`),
   conflict: (field: string, problem: string) =>
     new AppError(400, ErrorType.invalidRequest, 'ALREADY_EXISTS', `${field} ${problem}`),
-  rateLimited: () =>
+  /** 429; `retryAfterSeconds` (when the window's end is known) becomes `Retry-After`. */
+  rateLimited: (retryAfterSeconds?: number) =>
     new AppError(
       429,
       ErrorType.rateLimit,
       'TOO_MANY_ATTEMPTS',
       'Too many failed attempts; try again later',
+      retryAfterSeconds === undefined ? undefined : { retryAfterSeconds },
+    ),
+  /** 503: a bounded resource (e.g. password hashing) is saturated; the client may retry soon. */
+  busy: (what: string, retryAfterSeconds: number) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'SERVER_BUSY',
+      `The server is busy (${what}); try again shortly`,
+      { retryAfterSeconds },
     ),
 }

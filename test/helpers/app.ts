@@ -7,14 +7,21 @@ import type { BlobStore } from '../../src/blob/blob-store.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import type { ProviderConfig } from '../../src/config.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
+import type { HashingLimits, PasswordHasherOptions } from '../../src/crypto/passwords.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
+import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
 import { openTestStore } from './store.js'
 
 /** Cheap argon2 parameters keep the suite fast; production uses the OWASP ones. */
 export const TEST_ARGON2 = { memoryCost: 1024, timeCost: 1 }
+/**
+ * Cheap hashes need no queue bound: tests that fire hundreds of parallel logins measure the
+ * login limits, not the hashing queue (tests of the queue pass their own limits).
+ */
+export const TEST_HASHING_LIMITS = { maxConcurrent: 2, maxQueued: 100_000 }
 
 export interface Admin extends AccountCredentials {
   userId: string
@@ -46,6 +53,15 @@ export interface TestAppOptions {
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /** PostgreSQL bound on each search statement (default: the production one). */
   searchTimeoutMs?: number
+  /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default TEST_HASHING_LIMITS). */
+  argon2?: PasswordHasherOptions
+  hashingLimits?: HashingLimits
+  /** Per-address and server-wide login limits (default the production ones). */
+  loginLimits?: LoginLimits
+  /** How long a refused login is held (default 0 here, 1 s in production). */
+  loginRefusalDelayMs?: number
+  /** Which proxies' X-Forwarded-For to believe (default none). */
+  trustProxy?: AppOptions['trustProxy']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -61,13 +77,19 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const deps = createDeps(store, {
     masterKey: options.masterKey ?? MasterKey.generate(),
     blobStore: options.blobStore ?? new FsBlobStore(blobDir),
-    argon2: TEST_ARGON2,
+    argon2: options.argon2 ?? TEST_ARGON2,
+    hashingLimits: options.hashingLimits ?? TEST_HASHING_LIMITS,
+    ...(options.loginLimits ? { loginLimits: options.loginLimits } : {}),
+    loginRefusalDelayMs: options.loginRefusalDelayMs ?? 0,
     ...(options.clock ? { clock: options.clock } : {}),
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
   })
-  const app = await buildApp(deps, options.logger ? { logger: options.logger } : {})
+  const app = await buildApp(deps, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+  })
   await app.ready()
   const api = new Api(app)
   const newAccount = async (): Promise<Admin> => {

@@ -1,5 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { PasswordHasher } from '../../crypto/passwords.js'
-import { errors } from '../../lib/errors.js'
+import { AppError, errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
 import type { Executor } from '../../store/executor.js'
 import { mfaErrors } from '../mfa/mfa.errors.js'
@@ -43,9 +44,25 @@ export class LoginService {
     private readonly credentials: CredentialsService,
     private readonly throttle: LoginThrottle,
     private readonly mfa: LoginMfa,
+    /**
+     * How long a login refused by a limit (429) or a full hashing queue (503) waits before it is
+     * answered. A flood client waits for each answer before sending again: answered at once, a
+     * refused flood comes back thousands of times a second and takes the CPU every other request
+     * needs; held (a timer, no work), it cannot. Default 1 s (config.ts).
+     */
+    private readonly refusalDelayMs = 1000,
   ) {}
 
   async login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
+    try {
+      return await this.#login(input)
+    } catch (error) {
+      if (this.refusalDelayMs > 0 && isRefusal(error)) await sleep(this.refusalDelayMs)
+      throw error
+    }
+  }
+
+  async #login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
     const accountId = required(input.accountId, 'account_id')
     const username = required(input.username, 'username')
     const password = required(input.password, 'password')
@@ -53,13 +70,15 @@ export class LoginService {
     const expiresAt = this.credentials.accessTokenExpiry(input.notValidAfter, 'not_valid_after')
     const attempt = { accountId: accountId.toLowerCase(), username, client: input.client }
 
-    await this.throttle.assertClientAllowed(attempt)
+    // A flood the hashing queue cannot take is shed here, before it costs any database write.
+    this.hasher.assertCapacity()
     // No username holds a control character (validateUsername), and PostgreSQL text cannot hold
     // NUL at all: such a name matches nobody, after the same work as any other unknown name.
     const user = /\p{Cc}/u.test(username)
       ? undefined
       : await this.users.findForLogin(attempt.accountId, username)
-    await this.throttle.assertUserAllowed(attempt, user?.id)
+    // Every limit is checked (and the attempt counted) before any hashing.
+    await this.throttle.admit(attempt, user?.id)
     const valid = await this.hasher.verify(user?.password_hash, password)
     if (user?.mfa_enrolled === 1) {
       // Checked even after a wrong password, so a right code is used up (spec, Authentication 4).
@@ -89,6 +108,9 @@ export class LoginService {
     return { user, accessToken }
   }
 }
+
+const isRefusal = (error: unknown) =>
+  error instanceof AppError && (error.statusCode === 429 || error.statusCode === 503)
 
 function required(value: unknown, field: string): string {
   if (typeof value !== 'string' || value === '') throw errors.invalidField(field, 'is required')
