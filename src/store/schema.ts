@@ -164,6 +164,11 @@ export interface ScopedAccessTokensTable {
   consumed_uses: number
   secret_digest: string
   created_at: string
+  /**
+   * Digest of the access token it was minted through (directly or by an ancestor SAT), null for
+   * an API key's or the server's: such a SAT works only while that session does.
+   */
+  session_digest: string | null
 }
 
 /** Password reset flows; `sg_api_key` is keyring ciphertext. */

@@ -42,6 +42,8 @@ export interface SatPrincipal {
   ancestorPolicies: string[]
   /** Whether it has a use limit (such a token may not mint others: they would outlive it). */
   limited: boolean
+  /** The session (access-token digest) it lives within, if it was minted through one. */
+  sessionDigest: string | null
 }
 
 export type Principal = UserPrincipal | SatPrincipal

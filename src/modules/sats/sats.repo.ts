@@ -7,6 +7,12 @@ export type SatRow = ScopedAccessTokensTable
 /** A SAT with the status of the user it acts for, as authentication needs it. */
 export interface SatWithCreator extends SatRow {
   creator_status: string
+  /**
+   * For a SAT minted through a session: the expiry of that access token when it still exists
+   * (null when it does not, or never expires: `session_found` tells them apart).
+   */
+  session_expires_at: string | null
+  session_found: string | null
 }
 
 /** Which SATs a caller manages: a user, those made for them; a SAT, those it minted itself. */
@@ -21,15 +27,26 @@ export async function findWithCreator(
   db: Executor,
   id: string,
 ): Promise<SatWithCreator | undefined> {
-  return db
-    .selectFrom('scoped_access_tokens as s')
-    .innerJoin('users as u', (j) =>
-      j.onRef('u.account_id', '=', 's.account_id').onRef('u.id', '=', 's.creator_id'),
-    )
-    .selectAll('s')
-    .select('u.status as creator_status')
-    .where('s.id', '=', id)
-    .executeTakeFirst()
+  return (
+    db
+      .selectFrom('scoped_access_tokens as s')
+      .innerJoin('users as u', (j) =>
+        j.onRef('u.account_id', '=', 's.account_id').onRef('u.id', '=', 's.creator_id'),
+      )
+      // The session a SAT lives within, when it was minted through one (a logout deletes it).
+      .leftJoin('credentials as c', (j) =>
+        j
+          .onRef('c.digest', '=', 's.session_digest')
+          .onRef('c.account_id', '=', 's.account_id')
+          .onRef('c.user_id', '=', 's.creator_id')
+          .on('c.kind', '=', 'access_token'),
+      )
+      .selectAll('s')
+      .select(['u.status as creator_status', 'c.expires_at as session_expires_at'])
+      .select('c.digest as session_found')
+      .where('s.id', '=', id)
+      .executeTakeFirst()
+  )
 }
 
 export async function find(db: Executor, accountId: string, id: string) {

@@ -50,6 +50,8 @@ interface MintInput {
   policy: PolicyStatement[]
   notValidAfter: { text: string; iso: string }
   allowedUses: number | null
+  /** The access token (digest) it lives within; null when none (an API key, the server). */
+  sessionDigest: string | null
 }
 
 export interface SatInput {
@@ -85,6 +87,7 @@ export class SatsService implements ScopedTokenResolver {
       policy,
       notValidAfter,
       allowedUses,
+      sessionDigest: sessionOf(principal),
     })
     return { ...view(row), http_auth: { username: `${SAT_PREFIX}${row.id}`, password } }
   }
@@ -132,6 +135,7 @@ export class SatsService implements ScopedTokenResolver {
     const { row, password } = await this.#mint({
       ...input,
       notValidAfter: { text: iso, iso },
+      sessionDigest: null,
     })
     return { id: row.id, username: `${SAT_PREFIX}${row.id}`, password }
   }
@@ -190,6 +194,7 @@ export class SatsService implements ScopedTokenResolver {
       consumed_uses: 0,
       secret_digest: digestSecret(password),
       created_at: now.toISOString(),
+      session_digest: input.sessionDigest,
     }
     await repo.insert(db, row)
     return { row, password }
@@ -276,6 +281,7 @@ export class SatsService implements ScopedTokenResolver {
     if (!row || !matches) return null
     const now = this.clock.now().toISOString()
     if (!isLive(row, now) || !USABLE_CREATOR.has(row.creator_status)) return null
+    if (!sessionLive(row, now)) return null
     const ancestorPolicies: string[] = []
     for (let parentId = row.parent_id; parentId !== null; ) {
       const parent = await repo.find(this.db, row.account_id, parentId)
@@ -293,6 +299,7 @@ export class SatsService implements ScopedTokenResolver {
       policy: row.policy,
       ancestorPolicies,
       limited: row.allowed_uses !== null,
+      sessionDigest: row.session_digest,
     }
   }
 
@@ -310,6 +317,23 @@ export class SatsService implements ScopedTokenResolver {
 function isLive(row: repo.SatRow, now: string): boolean {
   if (row.expires_at <= now) return false
   return row.allowed_uses === null || row.consumed_uses < row.allowed_uses
+}
+
+/**
+ * A SAT minted through a session works only while that access token does: a password change,
+ * a reset, logout or logout_all (which delete it) or its expiry end the SAT too, so a stolen
+ * session cannot mint itself a credential that outlives it (security review, finding 7).
+ */
+function sessionLive(row: repo.SatWithCreator, now: string): boolean {
+  if (row.session_digest === null) return true
+  if (row.session_found === null) return false
+  return row.session_expires_at === null || row.session_expires_at > now
+}
+
+/** The session a new SAT lives within: the caller's access token, or its own SAT's session. */
+function sessionOf(principal: Principal): string | null {
+  if (principal.kind === 'sat') return principal.sessionDigest
+  return principal.via === 'access_token' ? principal.credentialDigest : null
 }
 
 function ownerOf(principal: Principal): repo.SatOwner {

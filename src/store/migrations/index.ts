@@ -7,6 +7,7 @@ import * as m0005 from './0005_mfa.js'
 import * as m0006 from './0006_password_reset_flows.js'
 import * as m0007 from './0007_consent.js'
 import * as m0008 from './0008_search_sort_index.js'
+import * as m0009 from './0009_sat_session.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_password_reset_flows': m0006,
   '0007_consent': m0007,
   '0008_search_sort_index': m0008,
+  '0009_sat_session': m0009,
 }
