@@ -1,10 +1,10 @@
 import { sql } from 'kysely'
 import { digestSecret } from '../../crypto/secrets.js'
+import { clientNetwork } from '../../lib/client-network.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
 import { bumpWindowsAt } from '../../store/window-counter.js'
-import { clientNetwork } from './client-network.js'
 
 /**
  * Login failure limits, checked before any password hashing so a flood costs no argon2 work.

@@ -1,6 +1,6 @@
-import { isIPv4, isIPv6 } from 'node:net'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { clientNetwork } from '../../lib/client-network.js'
 import { consentErrors } from './consent-errors.js'
 import { parseQuery } from './signature.js'
 import { partitionClaim } from './token.js'
@@ -22,28 +22,12 @@ export const DEFAULT_CONSENT_RATE_LIMITS: ConsentRateLimits = {
 const MAX_SHOP_KEY = 100
 
 /**
- * The counter of a client address: an IPv4 address as is (also when IPv4-mapped), an IPv6
- * address by its /64 (one host usually holds a whole /64, so counting single addresses would
- * let it rotate through them). A request whose socket is already gone has no address: counted
- * together rather than failing.
+ * The counter of a client address: its network as the login limits count it (an IPv6 client by
+ * its /64, lib/client-network.ts). A request whose socket is already gone has no address:
+ * counted together rather than failing.
  */
 export function addressKey(ip: string | undefined): string {
-  if (ip === undefined || ip === '') return ''
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
-  if (mapped) return mapped[1] as string
-  if (isIPv4(ip) || !isIPv6(ip)) return ip
-  const [head = '', tail] = ip.split('::')
-  const left = head === '' ? [] : head.split(':')
-  const right = tail === undefined || tail === '' ? [] : tail.split(':')
-  const groups = [
-    ...left,
-    ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'),
-    ...right,
-  ]
-  return `${groups
-    .slice(0, 4)
-    .map((g) => Number.parseInt(g, 16).toString(16))
-    .join(':')}::/64`
+  return ip === undefined || ip === '' ? '' : clientNetwork(ip)
 }
 
 /**
