@@ -68,7 +68,7 @@ export function cofferScenarios(info: CofferServerInfo): Scenario[] {
         username: info.loginUser.username,
         password: info.loginUser.password,
       }).toString(),
-      note: 'argon2id verify at OWASP cost (m=19 MiB, t=2) on the 4-thread libuv pool, by design',
+      note: 'argon2id verify at OWASP cost (m=19 MiB, t=2), at most COFFER_ARGON2_MAX_CONCURRENT at once (1 on 2 cores: file I/O keeps its threads), by design',
     },
     {
       name: 'POST /v2/vaults/{v}/documents',
