@@ -24,8 +24,9 @@
  *
  * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
  * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
- * logins with random usernames and addresses, with the login limits on and lifted; written to
- * bench/results/login-flood.md (login-flood-postgres.md on PostgreSQL).
+ * logins with random usernames and addresses, with the login limits on and lifted, in
+ * BENCH_FLOOD_ROUNDS rounds (default 3; medians); written to bench/results/login-flood.md
+ * (login-flood-postgres.md on PostgreSQL).
  *
  * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search; on
  * PostgreSQL bench/results/search-postgres.md), bench/results/consent.md (consent; on
