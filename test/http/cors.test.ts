@@ -164,8 +164,15 @@ describe('main API with COFFER_CORS_ORIGINS (real sockets)', () => {
         '{}',
       ),
       await send(port, 'GET', '/v1/nowhere', { origin: APP, ...auth() }),
+      await send(
+        port,
+        'POST',
+        '/v1/vaults',
+        { origin: APP, ...auth(), 'content-type': 'application/json' },
+        JSON.stringify({ name: 'x'.repeat(1_048_576) }),
+      ),
     ]
-    expect(errorsOf.map((r) => r.status)).toEqual([401, 400, 404])
+    expect(errorsOf.map((r) => r.status)).toEqual([401, 400, 404, 413])
     for (const res of errorsOf) {
       expect(JSON.parse(res.body).result).toBe('error')
       expect(res.headers['access-control-allow-origin']).toBe(APP)
