@@ -7,6 +7,7 @@ import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
+import { API_CORS, addCors } from './http/cors.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
@@ -31,6 +32,8 @@ export interface AppOptions {
   /** Which proxies' X-Forwarded-For to believe (config.ts TrustProxy); default none. */
   trustProxy?: TrustProxy
   bodyLimit?: number
+  /** Browser origins allowed to call the API (COFFER_CORS_ORIGINS); default none: no CORS. */
+  cors?: { origins: readonly string[]; maxAgeSeconds: number }
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -55,6 +58,14 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)
+  // Security headers first, then CORS: a preflight is answered in CORS's onRequest hook, with
+  // those headers and before authentication (a preflight carries no credential).
+  addResponseHeaders(app)
+  await addCors(app, {
+    origins: options.cors?.origins ?? [],
+    maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,
+    ...API_CORS,
+  })
   registerAuthHooks(app, deps)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The
@@ -72,7 +83,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     }
     done(null, payload)
   })
-  addResponseHeaders(app)
   if (logger !== false) addRequestLog(app, 'request')
 
   await app.register(swagger, {

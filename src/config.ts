@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { isAbsolute, join, resolve } from 'node:path'
 import { defaultHashingLimits } from './crypto/passwords.js'
+import { parseOriginList } from './lib/origins.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
@@ -62,6 +63,18 @@ export interface Config {
   argon2: Argon2Config
   /** Notes about settings logged once at start (e.g. a value whose meaning changed). */
   startupNotes: readonly string[]
+  /** Browser origins allowed to call each listener (CORS); none by default. */
+  cors: CorsConfig
+}
+
+/** CORS (issue 11): which web pages may read the answers of each listener. */
+export interface CorsConfig {
+  /** Main API: exact origins (`https://app.example.com`); empty: no CORS headers at all. */
+  origins: readonly string[]
+  /** Consent API: exact origins or `https://*.domain` patterns; empty: none (App Proxy: same origin). */
+  consentOrigins: readonly string[]
+  /** Access-Control-Max-Age of preflight answers on both listeners. */
+  maxAgeSeconds: number
 }
 
 export interface ConsentRateLimitConfig {
@@ -234,6 +247,27 @@ function trustProxy(raw: string | undefined, problems: string[], notes: string[]
     )
   }
   return Object.freeze(entries)
+}
+
+// --- CORS (issue 11) ---
+
+function corsSettings(env: NodeJS.ProcessEnv, problems: string[]): CorsConfig {
+  return Object.freeze({
+    origins: parseOriginList(
+      'COFFER_CORS_ORIGINS',
+      env.COFFER_CORS_ORIGINS,
+      { wildcardSubdomains: false },
+      problems,
+    ),
+    consentOrigins: parseOriginList(
+      'COFFER_CONSENT_CORS_ORIGINS',
+      env.COFFER_CONSENT_CORS_ORIGINS,
+      { wildcardSubdomains: true },
+      problems,
+    ),
+    // 7,200 s is the most Chromium honours (Firefox: 86,400); 0 asks for a preflight every time.
+    maxAgeSeconds: intSetting(env, 'COFFER_CORS_MAX_AGE_SECONDS', 7200, 0, 86_400, problems),
+  })
 }
 
 function intSetting(
@@ -426,6 +460,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     login: loginLimits(env, problems),
     argon2: argon2Limits(env, problems),
     startupNotes: Object.freeze(notes),
+    cors: corsSettings(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

@@ -10,6 +10,7 @@ import Fastify, {
 import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
+import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
@@ -35,6 +36,8 @@ export interface ConsentAppOptions {
   pruneIntervalMs?: number
   /** Which proxies' X-Forwarded-For to believe, as on the main API (config.ts TrustProxy). */
   trustProxy?: TrustProxy
+  /** Browser origins allowed to call it (COFFER_CONSENT_CORS_ORIGINS); default none: no CORS. */
+  cors?: { origins: readonly string[]; maxAgeSeconds: number }
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -114,17 +117,26 @@ export async function buildConsentApp(
     }
   })
 
+  // Before any route is added: a route keeps the error handler it was registered under.
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))
+  // Security headers, then CORS (a preflight is answered in its onRequest hook, so before the
+  // flood limits: preflights cost no database work and are not counted).
+  addResponseHeaders(app)
+  await addCors(app, {
+    origins: options.cors?.origins ?? [],
+    maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,
+    ...CONSENT_CORS,
+    refusal: () => new ConsentError(403, 'Origin not allowed'),
+  })
   app.addHook('onRoute', (route) => {
     const access = route.config?.access
     if (!access || !('public' in access)) {
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
   })
-  addResponseHeaders(app)
   addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
-  app.setErrorHandler(handleError)
-  app.setNotFoundHandler((_request, reply) => sendConsentError(reply, 404, 'Not found'))
 
   await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
   await consentRoutes(app, deps.consent)

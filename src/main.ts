@@ -135,6 +135,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           logger: { level: config.logLevel },
           trustProxy: config.trustProxy,
           bodyLimit: config.bodyLimitBytes,
+          cors: { origins: config.cors.origins, maxAgeSeconds: config.cors.maxAgeSeconds },
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
@@ -145,6 +146,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           rateLimit: config.consentRateLimit,
           pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
           trustProxy: config.trustProxy,
+          cors: { origins: config.cors.consentOrigins, maxAgeSeconds: config.cors.maxAgeSeconds },
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)

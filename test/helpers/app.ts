@@ -62,6 +62,8 @@ export interface TestAppOptions {
   loginRefusalDelayMs?: number
   /** Which proxies' X-Forwarded-For to believe (default none). */
   trustProxy?: AppOptions['trustProxy']
+  /** Browser origins allowed to call the API (default none: no CORS). */
+  cors?: AppOptions['cors']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -89,6 +91,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const app = await buildApp(deps, {
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    ...(options.cors ? { cors: options.cors } : {}),
   })
   await app.ready()
   const api = new Api(app)

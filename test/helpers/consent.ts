@@ -6,7 +6,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
-import { buildConsentApp } from '../../src/consent-app.js'
+import { buildConsentApp, type ConsentAppOptions } from '../../src/consent-app.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import { ManualClock } from '../../src/lib/clock.js'
@@ -32,6 +32,8 @@ export interface ConsentTestOptions {
   unchosenTtlDays?: number
   /** How often the app prunes unchosen records (default: the production hour). */
   pruneIntervalMs?: number
+  /** Browser origins allowed to call the consent API (default none: no CORS). */
+  cors?: ConsentAppOptions['cors']
 }
 
 const UNREACHABLE_LIMITS: ConsentRateLimits = {
@@ -84,6 +86,7 @@ export async function buildConsentTestApp(
     ...(options.logStream ? { logger: { level: 'info', stream: options.logStream } } : {}),
     rateLimit: options.rateLimit ?? UNREACHABLE_LIMITS,
     ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
+    ...(options.cors ? { cors: options.cors } : {}),
   })
   await app.ready()
   const mainApp = options.withMainApp ? await buildApp(deps) : undefined
