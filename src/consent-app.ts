@@ -9,7 +9,7 @@ import Fastify, {
 } from 'fastify'
 import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
-import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
+import { addRequestLog, addResponseHeaders, JSON_TYPE, sendJson } from './http/common-hooks.js'
 import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
@@ -43,12 +43,8 @@ export interface ConsentAppOptions {
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
 function sendConsentError(reply: FastifyReply, status: number, message: string) {
   if (status === 413) reply.header('connection', 'close')
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-content-type-options', 'nosniff')
-    .send({ error: message })
+  reply.code(status).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+  return sendJson(reply, { error: message })
 }
 
 function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
@@ -95,7 +91,7 @@ export async function buildConsentApp(
       if (socket.destroyed || !socket.writable) return
       const body = JSON.stringify({ error: 'Bad request' })
       socket.end(
-        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: ${JSON_TYPE}\r\n` +
           `Cache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
           `Connection: close\r\n\r\n${body}`,
       )

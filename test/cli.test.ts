@@ -33,6 +33,8 @@ describe('coffer command', () => {
     expect(Object.keys(created).sort()).toEqual(['account_id', 'api_key', 'password', 'username'])
     expect(created.account_id).toMatch(/^[0-9a-f-]{36}$/)
     expect(created.username).toBe('admin')
+    // TrueVault's credential length (decisions: credential shape).
+    expect(created.api_key).toMatch(/^[A-Za-z0-9_-]{36}$/)
     const again = JSON.parse(
       (await runCoffer(['account', 'create'], { COFFER_DATA_DIR: dir })).stdout,
     )
@@ -46,8 +48,10 @@ describe('coffer command', () => {
     const creds = bootstrapCredentials(dir)
     expect(statSync(file).mode & 0o777).toBe(0o600)
     expect(statSync(join(dir, 'coffer.db')).mode & 0o077).toBe(0)
+    // Built as a TrueVault-era Node client builds it: base64 of the key, then "Og==" (":").
+    expect(creds.api_key).toHaveLength(36)
     const me = await fetch(`${first.url}/v1/auth/me`, {
-      headers: { authorization: `Basic ${Buffer.from(`${creds.api_key}:`).toString('base64')}` },
+      headers: { authorization: `Basic ${Buffer.from(creds.api_key).toString('base64')}Og==` },
     })
     expect(((await me.json()) as { user: { account_id: string } }).user.account_id).toBe(
       creds.account_id,

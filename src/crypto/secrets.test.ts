@@ -1,6 +1,12 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { digestSecret, randomSecret, safeEqual } from './secrets.js'
+import {
+  CREDENTIAL_BYTES,
+  digestSecret,
+  randomCredential,
+  randomSecret,
+  safeEqual,
+} from './secrets.js'
 
 describe('randomSecret', () => {
   it('is 43 URL-safe characters carrying 256 bits', () => {
@@ -30,6 +36,28 @@ describe('randomSecret', () => {
     expect(Buffer.from(randomSecret(16), 'base64url')).toHaveLength(16)
     expect(randomSecret(16)).toHaveLength(22)
     expect(randomSecret(48)).toHaveLength(64)
+  })
+})
+
+describe('randomCredential', () => {
+  it('is 36 URL-safe characters (TrueVault’s length) carrying 216 random bits', () => {
+    const credential = randomCredential()
+    expect(credential).toMatch(/^[A-Za-z0-9_-]{36}$/)
+    expect(CREDENTIAL_BYTES * 8).toBeGreaterThanOrEqual(128)
+    expect(Buffer.from(credential, 'base64url')).toHaveLength(CREDENTIAL_BYTES)
+    expect(Buffer.from(credential, 'base64url').toString('base64url')).toBe(credential)
+  })
+
+  it('makes `base64(key) + "Og=="` decode to `key:` (a length that is a multiple of 3)', () => {
+    for (let i = 0; i < 100; i++) {
+      const key = randomCredential()
+      const header = `${Buffer.from(key).toString('base64')}Og==`
+      expect(Buffer.from(header, 'base64').toString('utf8')).toBe(`${key}:`)
+    }
+  })
+
+  it('makes 1,000 distinct credentials', () => {
+    expect(new Set(Array.from({ length: 1000 }, () => randomCredential())).size).toBe(1000)
   })
 })
 

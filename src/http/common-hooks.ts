@@ -1,17 +1,47 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 
 /**
  * What both listeners (the main API and the consent API) do for every request. Callback hooks:
  * an async hook costs a promise per request on the hot path.
  */
 
-/** Answers are never cached (they carry personal data) and never content-sniffed. */
+/**
+ * JSON answers carry exactly this type, as TrueVault's did: JSON is UTF-8 by definition
+ * (RFC 8259 §8.1), and some clients (a PHP one) decode a body only when the type is exactly
+ * `application/json`.
+ */
+export const JSON_TYPE = 'application/json'
+
+/** What Fastify puts on every JSON answer it serializes, whatever type the route set. */
+const FASTIFY_JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * Answers are never cached (they carry personal data) and never content-sniffed; JSON answers
+ * say `application/json` with no charset parameter.
+ */
 export function addResponseHeaders(app: FastifyInstance): void {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('cache-control', 'no-store')
     reply.header('x-content-type-options', 'nosniff')
     done()
   })
+  // Fastify appends `; charset=utf-8` to any JSON type while sending, so the type can only be
+  // set right after that, here.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (reply.getHeader('content-type') === FASTIFY_JSON_TYPE)
+      reply.header('content-type', JSON_TYPE)
+    done(null, payload)
+  })
+}
+
+/**
+ * Sends `body` as JSON typed exactly `application/json`, also where no onSend hook runs (the
+ * router's own errors: a malformed URL, an over-long path parameter). With a serializer of its
+ * own the reply keeps the type it was given: Fastify appends its charset only to replies it
+ * serializes itself.
+ */
+export function sendJson(reply: FastifyReply, body: unknown): FastifyReply {
+  return reply.serializer(JSON.stringify).type(JSON_TYPE).send(body)
 }
 
 /** One log line per request: the route pattern, never the URL (query strings hold secrets). */

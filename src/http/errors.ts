@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType } from '../lib/errors.js'
+import { sendJson } from './common-hooks.js'
 
 interface Rendered {
   status: number
@@ -71,25 +72,22 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rende
   // A body over the limit may still be arriving: close the connection rather than read the rest.
   if (r.status === 413) reply.header('connection', 'close')
   if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
-  return (
-    reply
-      .code(r.status)
-      .type('application/json; charset=utf-8')
-      // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
-      // (authentication) or by the router skips that hook (decisions.md 24: every answer).
-      .header('cache-control', 'no-store')
-      .header('x-content-type-options', 'nosniff')
-      .send({
-        result: 'error',
-        transaction_id: request.id,
-        error: {
-          message: r.message,
-          type: r.type,
-          code: r.code,
-          ...(r.providerError ? { provider_error: r.providerError } : {}),
-        },
-      })
-  )
+  // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
+  // (authentication) or by the router skips that hook (decisions.md 24: every answer).
+  reply
+    .code(r.status)
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+  return sendJson(reply, {
+    result: 'error',
+    transaction_id: request.id,
+    error: {
+      message: r.message,
+      type: r.type,
+      code: r.code,
+      ...(r.providerError ? { provider_error: r.providerError } : {}),
+    },
+  })
 }
 
 /**

@@ -17,7 +17,7 @@ describe('HTTP core', () => {
     expect(a.json().result).toBe('success')
     expect(a.json().transaction_id).toMatch(UUID)
     expect(a.json().transaction_id).not.toBe(b.json().transaction_id)
-    expect(a.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(a.headers['content-type']).toBe('application/json')
     expect(a.headers['cache-control']).toBe('no-store')
     expect(a.headers['x-powered-by']).toBeUndefined()
   })

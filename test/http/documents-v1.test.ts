@@ -230,7 +230,7 @@ describe('documents v1 (deprecated) and the owner and delete endpoints', () => {
     it('answers a single id with only the bare base64 text', async () => {
       const res = await v1Read(a)
       expect(res.statusCode, res.body).toBe(200)
-      expect(res.headers['content-type']).toMatch(/^text\/plain/)
+      expect(res.headers['content-type']).toBe('application/octet-stream')
       expect(res.body).toMatch(/^[A-Za-z0-9+/]+=*$/)
       expect(res.body).not.toContain('result')
       expect(() => JSON.parse(res.body)).toThrow()

@@ -1,4 +1,4 @@
-import { digestSecret, randomSecret } from '../../crypto/secrets.js'
+import { digestSecret, randomCredential } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { parseFutureTime } from '../../lib/input.js'
@@ -13,9 +13,11 @@ export const DEFAULT_ACCESS_TOKEN_MAX_DAYS = 30
 const DAY_MS = 24 * 60 * 60 * 1000
 
 /**
- * API keys and access tokens: 256 random bits, shown once, stored only as SHA-256 digests and
- * looked up by digest. An exact-match index lookup on a digest of a high-entropy secret leaks
- * nothing through timing, so no further comparison is needed.
+ * API keys and access tokens: 216 random bits in 36 characters (`randomCredential`: the length
+ * of TrueVault's credentials), shown once, stored only as SHA-256 digests and looked up by
+ * digest, whatever their length: the 43-character ones of earlier releases keep working. An
+ * exact-match index lookup on a digest of a high-entropy secret leaks nothing through timing,
+ * so no further comparison is needed.
  */
 export class CredentialsService {
   constructor(
@@ -63,7 +65,7 @@ export class CredentialsService {
     userId: string,
     expiresAt?: string,
   ): Promise<string> {
-    const token = randomSecret()
+    const token = randomCredential()
     await repo.insert(db, {
       digest: digestSecret(token),
       account_id: accountId,
@@ -77,7 +79,7 @@ export class CredentialsService {
 
   /** Issues the user's API key, replacing any previous one at once (one key per user). */
   async replaceApiKey(db: Executor, accountId: string, userId: string): Promise<string> {
-    const key = randomSecret()
+    const key = randomCredential()
     await repo.deleteForUser(db, accountId, userId, 'api_key')
     await repo.insert(db, {
       digest: digestSecret(key),

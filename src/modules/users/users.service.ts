@@ -57,12 +57,18 @@ export function validateUsername(value: unknown): string {
   return value
 }
 
-/** ASVS 5.0 6.2.1/6.2.9: at least 8 characters, long passphrases accepted, verified as typed. */
+/**
+ * ASVS 5.0 6.2.1/6.2.9: at least 8 characters, long passphrases accepted, verified as typed.
+ * The spec sets no minimum, so the message names ours. Both bounds count characters (code
+ * points), as the messages say: an emoji is one character, not two UTF-16 units.
+ */
 export function validatePassword(value: unknown): string {
   if (typeof value !== 'string') throw errors.invalidField('password', 'must be a string')
-  if ([...value].length < MIN_PASSWORD)
+  // A character is at most two UTF-16 units: a longer text is refused before it is counted.
+  const length = value.length > 2 * MAX_PASSWORD ? value.length : [...value].length
+  if (length < MIN_PASSWORD)
     throw errors.invalidField('password', `must be at least ${MIN_PASSWORD} characters`)
-  if (value.length > MAX_PASSWORD)
+  if (length > MAX_PASSWORD)
     throw errors.invalidField('password', `must be at most ${MAX_PASSWORD} characters`)
   return value
 }
