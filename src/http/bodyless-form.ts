@@ -35,11 +35,19 @@ export async function readFormBodyOnGet(request: FastifyRequest): Promise<void> 
   if (Number.isFinite(declared) && declared > limit) throw tooLarge()
   const chunks: Buffer[] = []
   let size = 0
-  for await (const chunk of request.raw) {
-    size += (chunk as Buffer).length
-    // Stop reading at the limit: a chunked body announces no length to check up front.
-    if (size > limit) throw tooLarge()
-    chunks.push(chunk as Buffer)
+  try {
+    for await (const chunk of request.raw) {
+      size += (chunk as Buffer).length
+      // Stop reading at the limit: a chunked body announces no length to check up front.
+      if (size > limit) throw tooLarge()
+      chunks.push(chunk as Buffer)
+    }
+  } catch (e) {
+    if (e instanceof AppError) throw e
+    // The client broke off its body (aborted, reset): its fault, not a server error.
+    throw new AppError(400, ErrorType.invalidRequest, 'INVALID_BODY', 'Request body was cut off', {
+      cause: e,
+    })
   }
   request.body = parse(Buffer.concat(chunks).toString('utf8'))
 }

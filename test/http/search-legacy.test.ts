@@ -205,6 +205,47 @@ describe('legacy vault search routes', () => {
     expect(docs.body.data).toBeDefined()
   })
 
+  it('a GET form body without search_option is a search without an option: 400 naming it', async () => {
+    const res = await send(server, 'GET', `/v1/vaults/${vault}`, { auth: admin, form: 'a=1' })
+    expect(res.status).toBe(400)
+    expect(res.body).toMatchObject({
+      result: 'error',
+      error: { code: 'INVALID_PARAMETER', message: 'search_option is required' },
+    })
+  })
+
+  it('bounds a chunked GET form body (no length announced) by the body limit: 413', async () => {
+    const limit = server.testApp.app.initialConfig.bodyLimit as number
+    const answer = await new Promise<Answer>((resolve, reject) => {
+      const req = request(`${server.url}/v1/vaults/${vault}/`, {
+        method: 'GET',
+        headers: {
+          authorization: basicHeader(admin),
+          'content-type': 'application/x-www-form-urlencoded',
+          'transfer-encoding': 'chunked',
+        },
+      })
+      req.on('response', (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: JSON.parse(Buffer.concat(chunks).toString()),
+          }),
+        )
+      })
+      req.on('error', reject)
+      req.write(`${optionQuery(everyone())}&pad=`)
+      // Written in pieces: the server must stop at the limit, not after buffering it all.
+      const piece = 'x'.repeat(64 * 1024)
+      for (let sent = 0; sent <= limit; sent += piece.length) req.write(piece)
+      req.end()
+    })
+    expect(answer.status).toBe(413)
+    expect(answer.body).toMatchObject({ result: 'error', error: { code: 'PAYLOAD_TOO_LARGE' } })
+  })
+
   it('bounds a GET form body by the body limit: at the limit read, one byte beyond 413', async () => {
     const limit = server.testApp.app.initialConfig.bodyLimit as number
     const base = `${optionQuery(everyone())}&pad=`
