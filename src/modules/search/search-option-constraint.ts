@@ -16,9 +16,18 @@ function queryNames(url: string): string[] {
   return [...new URLSearchParams(url.slice(at + 1)).keys()].map((name) => name.trim())
 }
 
+/** `/v1/vaults/{id}` or `/v1/vaults/{id}/`: the only paths with a legacy search. */
+function isVaultPath(url: string): boolean {
+  if (!url.startsWith(LEGACY_PREFIX)) return false
+  const end = url.indexOf('?')
+  const slash = url.indexOf('/', LEGACY_PREFIX.length)
+  return slash < 0 || (end < 0 ? slash === url.length - 1 : slash === end - 1 || slash > end)
+}
+
 /** `CARRIES_SEARCH_OPTION`, or nothing: the router then matches only unconstrained routes. */
 function derive(req: IncomingMessage): string | undefined {
-  if (req.method !== 'GET' || !req.url?.startsWith(LEGACY_PREFIX)) return undefined
+  // Checked on every request: return early, and parse a query only on a vault's own path.
+  if (req.method !== 'GET' || req.url === undefined || !isVaultPath(req.url)) return undefined
   if (queryNames(req.url).includes('search_option')) return CARRIES_SEARCH_OPTION
   return isUrlencoded(req) && hasBody(req) ? CARRIES_SEARCH_OPTION : undefined
 }
