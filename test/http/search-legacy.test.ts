@@ -155,6 +155,15 @@ describe('legacy vault search routes', () => {
   it('refuses exactly as the search route: no Search grant 401, bad option 400', async () => {
     const option = everyone()
     expect((await expectSameAsRegular(option, noSearch)).status).toBe(401)
+    // No credential at all, and a malformed vault id: the same answers too.
+    expect((await expectSameAsRegular(option, '')).status).toBe(401)
+    const real = vault
+    vault = 'not-a-uuid'
+    try {
+      expect((await expectSameAsRegular(option)).status).toBe(400)
+    } finally {
+      vault = real
+    }
     const tooManySortKeys = {
       ...everyone(),
       sort: Array.from({ length: MAX_SORT_KEYS + 1 }, () => ({ age: 'asc' })),
