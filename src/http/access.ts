@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
+import type { AppError } from '../lib/errors.js'
 import type { CredentialKind } from '../modules/auth/principal.js'
-import type { Requirement } from '../policy/index.js'
+import type { Grants, Requirement } from '../policy/index.js'
 
 /**
  * Every route declares exactly one access rule (design.md, Request flow); the server refuses to
@@ -20,6 +21,12 @@ export type Access =
       invalidStatus?: 400 | 401
       /** Status when the requirement is not met: 401 (default) or 404 where the spec says so. */
       deniedStatus?: 401 | 404
+      /**
+       * The error for a 401 refusal, where the route can say precisely which grant is missing
+       * (default: the generic PERMISSION_DENIED). It must depend only on the request and the
+       * caller's grants, never on stored data, so a refusal reveals nothing about it.
+       */
+      denied?: (request: FastifyRequest, grants: Grants) => AppError
     }
 
 export const USER_CREDENTIALS: CredentialKind[] = ['api_key', 'access_token']

@@ -167,7 +167,7 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
       if (!grants.satisfies(access.policy(request))) {
         if (access.deniedStatus === 404)
           throw new AppError(404, ErrorType.notFound, 'NOT_FOUND', 'Not found')
-        throw errors.permissionDenied()
+        throw access.denied?.(request, grants) ?? errors.permissionDenied()
       }
     }
     // A SAT use is taken only for a request that is let through (valid input, permitted), in

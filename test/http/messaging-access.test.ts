@@ -71,6 +71,52 @@ describe('messaging: access', () => {
     expect(standIn.requests.map((r) => r.provider)).toEqual(['sendgrid', 'sendgrid'])
   })
 
+  it('the refusal names the missing R and the parameters needing it, never whether a value exists', async () => {
+    const messageOnly = await caller([{ Resources: ['User::.*::Message'], Activities: 'C' }])
+    const answer = async (userId: string, attribute: string) => {
+      const res = await sendEmail(
+        t,
+        userId,
+        emailBody({ substitutions: { '{{name}}': { user_attribute: attribute } } }),
+        messageOnly,
+      )
+      expect(res.statusCode, res.body).toBe(401)
+      return errorOf(res)
+    }
+    const set = await answer(target.id, 'name')
+    expect(set).toMatchObject({ type: 'authorization_error', code: 'PERMISSION_DENIED' })
+    expect(set.message).toBe(
+      "substitutions: values taken from the user's data (user_attribute or system_field) need " +
+        `R on User::${target.id} besides C on User::${target.id}::Message, since they reach ` +
+        "the caller's own template and provider account; only the recipient may come from the " +
+        'user with C alone',
+    )
+    // An attribute the user lacks gets the very same answer, and so does a user that does not
+    // exist (apart from the id the caller itself sent).
+    expect(await answer(target.id, 'no-such-attribute')).toEqual(set)
+    const nobody = randomUUID()
+    expect(await answer(nobody, 'name')).toEqual({
+      ...set,
+      message: set.message.replaceAll(target.id, nobody),
+    })
+    // Every parameter that reads the user is named.
+    const sms = await sendSms(
+      t,
+      target.id,
+      smsBody({
+        from_number: { user_attribute: 'phone' },
+        media_urls: [{ literal_value: 'https://example.com/a.png' }, { user_attribute: 'avatar' }],
+      }),
+      messageOnly,
+    )
+    expect(errorOf(sms).message).toMatch(/^from_number, media_urls: values taken from the user/)
+    // Without C on the message resource the refusal stays the general one.
+    const readOnly = await caller([{ Resources: ['User::.*'], Activities: 'R' }])
+    const none = await sendEmail(t, target.id, emailBody(), readOnly)
+    expect(errorOf(none).message).toBe('The credential does not have permission for this request')
+    expect(standIn.requests).toHaveLength(0)
+  })
+
   it('refuses scoped access tokens (spec: API key or access token)', async () => {
     const sat = await t.api.post('/v1/scoped_access_tokens', {
       auth: t.admin.api_key,

@@ -142,4 +142,35 @@ describe.skipIf(testDialect !== 'postgres')('search statement bound (PostgreSQL)
     // The lock is still held: only a cancel ends the waiting statement.
     expect(await until(async () => (await current.waiting()).length === 0, 5_000)).toBe(true)
   })
+
+  // The legacy spelling (issue 11) shares the search route's handler: same bound, same cancel.
+  it('bounds and cancels the legacy GET spellings (?search_option=) the same way', async () => {
+    lock = await lockTable(bounded.documentsTable)
+    const timedOut = await fetch(
+      `${bounded.server.url}/v1/vaults/${bounded.vault}/?${searchBody(bounded)}`,
+      {
+        headers: { authorization: basicHeader(bounded.server.admin.api_key) },
+        signal: AbortSignal.timeout(10_000),
+      },
+    )
+    expect(timedOut.status).toBe(503)
+    expect(((await timedOut.json()) as { error: { code: string } }).error.code).toBe(
+      'SEARCH_TIMEOUT',
+    )
+    await lock.release()
+
+    lock = await lockTable(unbounded.documentsTable)
+    const url = new URL(
+      `${unbounded.server.url}/v1/vaults/${unbounded.vault}?${searchBody(unbounded)}`,
+    )
+    const req = request(url, {
+      headers: { authorization: basicHeader(unbounded.server.admin.api_key) },
+    })
+    req.on('error', () => {})
+    req.end()
+    const current = lock
+    expect(await until(async () => (await current.waiting()).length > 0, 10_000)).toBe(true)
+    req.destroy()
+    expect(await until(async () => (await current.waiting()).length === 0, 5_000)).toBe(true)
+  })
 })

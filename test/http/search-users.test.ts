@@ -8,7 +8,10 @@ interface UserHit {
   user_id: string
   username: string
   status: string
+  document_id: string
+  owner_id: null
   attributes?: string
+  document?: string
 }
 
 // Users made through the API, so the write path's index maintenance is exercised too.
@@ -89,11 +92,19 @@ describe('POST /v1/users/search', () => {
   })
   afterAll(() => t.close())
 
-  it('answers id, user_id, username and status; attributes (base64) with full_document', async () => {
+  it("answers both hit shapes: the SDK's {id, user_id, username, status, attributes} and the spec's {document_id, owner_id, document}", async () => {
     const option = { filter: { '$sys.username': { type: 'eq', value: 'u-alice' } } }
     const plain = await data(option)
+    // No attributes in either spelling without full_document.
     expect(plain.documents).toEqual([
-      { id: ids[0], user_id: ids[0], username: 'u-alice', status: 'ACTIVATED' },
+      {
+        id: ids[0],
+        user_id: ids[0],
+        username: 'u-alice',
+        status: 'ACTIVATED',
+        document_id: ids[0],
+        owner_id: null,
+      },
     ])
     expect(plain.info).toEqual({
       per_page: 100,
@@ -102,7 +113,21 @@ describe('POST /v1/users/search', () => {
       total_result_count: 1,
     })
     const full = await data({ ...option, full_document: true })
-    expect(unb64(full.documents[0]?.attributes as string)).toEqual(PEOPLE[0]?.attributes)
+    const hit = full.documents[0] as UserHit
+    expect(Object.keys(hit).sort()).toEqual([
+      'attributes',
+      'document',
+      'document_id',
+      'id',
+      'owner_id',
+      'status',
+      'user_id',
+      'username',
+    ])
+    expect(unb64(hit.attributes as string)).toEqual(PEOPLE[0]?.attributes)
+    expect(hit.document).toBe(hit.attributes)
+    expect(hit.document_id).toBe(ids[0])
+    expect(hit.owner_id).toBeNull()
   })
 
   it('filters on system fields ($tv. is an alias of $sys.); users with null attributes never match', async () => {
@@ -232,6 +257,11 @@ describe('POST /v1/users/search', () => {
     expect(mine.documents.map((u) => u.username)).toEqual(['p-self'])
     expect(mine.info.total_result_count).toBe(1)
     expect(await names(everyone, one.apiKey)).toEqual(['u-bob'])
+    // With full_document, attributes (in both spellings) only of the users the caller may read.
+    const fullOne = await data({ ...everyone, full_document: true }, one.apiKey)
+    expect(fullOne.documents.map((u) => [u.document_id, unb64(u.document as string)])).toEqual([
+      [ids[1], PEOPLE[1]?.attributes],
+    ])
     expect((await post(everyone, none.apiKey)).statusCode).toBe(401)
   })
 

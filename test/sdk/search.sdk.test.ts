@@ -91,6 +91,9 @@ describe.each(TRANSPORTS)('official SDK (%s): user schema and user search', (tra
     for (const d of result.documents) {
       expect(d.id).toMatch(UUID)
       expect(d).not.toHaveProperty('attributes')
+      // The spec's shape beside the SDK's (decisions.md, user search hits); no document either.
+      expect(d).toMatchObject({ document_id: d.id, owner_id: null })
+      expect(d).not.toHaveProperty('document')
     }
     expect(result.documents[0]?.id).toBe(user.id)
     expect(result.info).toEqual({
@@ -119,6 +122,9 @@ describe.each(TRANSPORTS)('official SDK (%s): user schema and user search', (tra
       expect(typeof d.attributes).toBe('object')
     }
     expect(result.documents[0]?.attributes).toEqual({ foo })
+    // The SDK decodes only `attributes`; the spec's `document` stays base64 of the same JSON.
+    const doc = result.documents[0]?.document as string
+    expect(JSON.parse(Buffer.from(doc, 'base64').toString('utf8'))).toEqual({ foo })
   })
 
   it('updateCurrentUser(null) takes the admin out of user search', async () => {

@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { USER_CREDENTIALS } from '../../http/access.js'
-import { AppError, ErrorType } from '../../lib/errors.js'
-import { type Requirement, resource } from '../../policy/index.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
+import { type Grants, type Requirement, resource } from '../../policy/index.js'
 import { EmailBody, MessageParams, MessageResponse, SmsBody } from './messaging.schemas.js'
 import type { MessagingService } from './messaging.service.js'
 
@@ -15,29 +15,58 @@ const readsUser = (spec: unknown) =>
   typeof spec === 'object' && spec !== null && !('literal_value' in spec)
 
 /**
- * The specifiers other than the recipient: their values go to the caller's own provider account
- * and template, so reading the user's data there is reading the user (reliability R-25).
+ * The body parameters other than the recipient that read the user's data. Their values go to the
+ * caller's own template and provider account (whose logs, templates and settings such as BCC the
+ * caller controls), so reading the user's data there is reading the user (reliability R-25).
  */
-function nonRecipientSpecs(body: Record<string, unknown>): unknown[] {
+function paramsReadingUser(body: Record<string, unknown>): string[] {
   const subs = body.substitutions
-  return [
-    body.from_email_address,
-    body.from_number,
-    ...(typeof subs === 'object' && subs !== null ? Object.values(subs) : []),
-    ...(Array.isArray(body.media_urls) ? body.media_urls : []),
+  const values: [string, unknown[]][] = [
+    ['from_email_address', [body.from_email_address]],
+    ['from_number', [body.from_number]],
+    ['substitutions', typeof subs === 'object' && subs !== null ? Object.values(subs) : []],
+    ['media_urls', Array.isArray(body.media_urls) ? body.media_urls : []],
   ]
+  return values.filter(([, specs]) => specs.some(readsUser)).map(([name]) => name)
 }
+
+const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as Record<string, unknown>
+const messageGrant = (req: FastifyRequest): Requirement => ({
+  activity: 'C',
+  resource: resource('User', userId(req), 'Message'),
+})
+const readGrant = (req: FastifyRequest): Requirement => ({
+  activity: 'R',
+  resource: resource('User', userId(req)),
+})
 
 /**
  * Spec: C on `User::USERID::Message` (or `User::.*::Message`, which the matcher covers). A message
  * whose sender, substitutions or media come from the user's data also needs R on the user: the
- * recipient alone is the user's own address, but those values reach the caller's template.
+ * recipient alone is the user's own address, but those values reach the caller (decision 73).
  */
-const canMessage = (req: FastifyRequest): Requirement => {
-  const message = { activity: 'C' as const, resource: resource('User', userId(req), 'Message') }
-  const body = (req.body ?? {}) as Record<string, unknown>
-  if (!nonRecipientSpecs(body).some(readsUser)) return message
-  return { allOf: [message, { activity: 'R', resource: resource('User', userId(req)) }] }
+const canMessage = (req: FastifyRequest): Requirement =>
+  paramsReadingUser(bodyOf(req)).length === 0
+    ? messageGrant(req)
+    : { allOf: [messageGrant(req), readGrant(req)] }
+
+/**
+ * A caller holding C on the message resource but not R on the user is told exactly that, and
+ * which of its parameters need the read. The answer depends only on the body's shape and the
+ * caller's grants, never on the user's data: whether an attribute exists stays unknown.
+ */
+function messageDenied(req: FastifyRequest, grants: Grants): AppError {
+  const params = paramsReadingUser(bodyOf(req))
+  if (params.length === 0 || !grants.satisfies(messageGrant(req))) return errors.permissionDenied()
+  return new AppError(
+    401,
+    ErrorType.authorization,
+    'PERMISSION_DENIED',
+    `${params.join(', ')}: values taken from the user's data (user_attribute or system_field) ` +
+      `need R on User::${userId(req)} besides C on User::${userId(req)}::Message, since they ` +
+      "reach the caller's own template and provider account; only the recipient may come from " +
+      'the user with C alone',
+  )
 }
 
 /**
@@ -73,7 +102,9 @@ export async function messagingRoutes(
         response: MessageResponse,
       },
       preValidation: requireJson,
-      config: { access: { policy: canMessage, credentials: USER_CREDENTIALS } },
+      config: {
+        access: { policy: canMessage, denied: messageDenied, credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => ({
       provider_message_id: await messaging.sendEmail(
@@ -95,7 +126,9 @@ export async function messagingRoutes(
         response: MessageResponse,
       },
       preValidation: requireJson,
-      config: { access: { policy: canMessage, credentials: USER_CREDENTIALS } },
+      config: {
+        access: { policy: canMessage, denied: messageDenied, credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => ({
       provider_message_id: await messaging.sendSms(

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { readFormBodyOnGet } from '../../http/bodyless-form.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json } from '../../lib/input.js'
 import { resource } from '../../policy/index.js'
@@ -10,6 +11,7 @@ import {
   VaultSearchResponse,
 } from './search.schemas.js'
 import type { SearchService } from './search.service.js'
+import { CARRIES_SEARCH_OPTION, searchOptionConstraint } from './search-option-constraint.js'
 import { type OptionShape, parseOptionShape } from './search-options.js'
 
 const tags = ['search']
@@ -59,32 +61,24 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
   const vaultOption = parsedOptions('vault')
-  r.post(
-    '/v1/vaults/:vault_id/search',
-    {
-      schema: {
-        tags,
-        summary: "Search a vault's documents under a schema (docs/search.md)",
-        params: VaultParams,
-        body: SearchForm,
-        response: VaultSearchResponse,
-      },
-      preValidation: vaultOption.preValidation,
-      config: {
-        form: true,
-        // R on the vault's Search resource, and some read on its documents (results are then
-        // limited to the readable ones).
-        access: {
-          policy: (req) => ({
-            allOf: [
-              { activity: 'R', resource: resource('Vault', vaultOf(req), 'Search', '') },
-              { readAny: resource('Vault', vaultOf(req), 'Document', '') },
-            ],
-          }),
-        },
+  // One definition for the search route and its legacy aliases below: same option parsing and
+  // limits, same access rule, same service call (and so the same time bound and cancellation).
+  const vaultSearch = {
+    preValidation: vaultOption.preValidation,
+    config: {
+      form: true,
+      // R on the vault's Search resource, and some read on its documents (results are then
+      // limited to the readable ones).
+      access: {
+        policy: (req: FastifyRequest) => ({
+          allOf: [
+            { activity: 'R' as const, resource: resource('Vault', vaultOf(req), 'Search', '') },
+            { readAny: resource('Vault', vaultOf(req), 'Document', '') },
+          ],
+        }),
       },
     },
-    async (req, reply) => ({
+    handler: async (req: FastifyRequest, reply: FastifyReply) => ({
       data: await search.searchVault(
         req.actor,
         vaultOf(req),
@@ -92,7 +86,49 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         clientGone(req, reply),
       ),
     }),
-  )
+  }
+  const summary = "Search a vault's documents under a schema (docs/search.md)"
+  r.post('/v1/vaults/:vault_id/search', {
+    ...vaultSearch,
+    schema: { tags, summary, params: VaultParams, body: SearchForm, response: VaultSearchResponse },
+  })
+
+  // Legacy aliases (truevault-api.md §2.9): `search_option` in the query string or a form body,
+  // on the vault's own path. Trailing slashes are not ignored (app.ts), so both spellings are
+  // routes. The GETs are taken only by requests carrying a search option (see the constraint):
+  // a plain `GET /v1/vaults/{id}` still reads the vault, and `GET /v1/vaults/{id}/` stays 404.
+  const legacy = `${summary}; legacy alias of POST /v1/vaults/{vault_id}/search`
+  app.addConstraintStrategy(searchOptionConstraint)
+  r.post('/v1/vaults/:vault_id/', {
+    ...vaultSearch,
+    schema: {
+      tags,
+      summary: legacy,
+      deprecated: true,
+      params: VaultParams,
+      body: SearchForm,
+      response: VaultSearchResponse,
+    },
+  })
+  for (const url of ['/v1/vaults/:vault_id/', '/v1/vaults/:vault_id']) {
+    r.get(url, {
+      ...vaultSearch,
+      constraints: { searchOption: CARRIES_SEARCH_OPTION },
+      // A GET body is not parsed by Fastify; legacy clients may send the option in one.
+      preParsing: readFormBodyOnGet,
+      exposeHeadRoute: false,
+      schema: {
+        tags,
+        summary: legacy,
+        deprecated: true,
+        // The same path without the option is the vault read; OpenAPI has one operation per path.
+        hide: url === '/v1/vaults/:vault_id',
+        params: VaultParams,
+        querystring: SearchForm,
+        response: VaultSearchResponse,
+      },
+    })
+  }
 
   const userOption = parsedOptions('users')
   r.post(

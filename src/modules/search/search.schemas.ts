@@ -29,12 +29,18 @@ const DocumentHit = Type.Object({
   ),
 })
 
+/** Both shapes clients read: the official SDK's and the spec's (decisions.md, user search hits). */
 const UserHit = Type.Object({
   id: Uuid,
   user_id: Uuid,
   username: Type.String(),
   status: Type.String(),
+  document_id: Uuid,
+  owner_id: Type.Null({ description: 'a user has no owner' }),
   attributes: Type.Optional(Type.String({ description: 'base64 JSON, with full_document' })),
+  document: Type.Optional(
+    Type.String({ description: 'the same base64 attributes, as the spec names them' }),
+  ),
 })
 
 export const VaultSearchResponse = responses(

@@ -30,13 +30,21 @@ export interface VaultSearchResult {
   info: SearchInfo
 }
 
+/**
+ * A user hit carries both shapes clients read (decisions.md, user search hits): the official SDK's
+ * `{id, user_id, username, status, attributes}` and the spec's `{document_id, owner_id, document}`.
+ * `document` is the same base64 attributes; `owner_id` is null (a user has no owner).
+ */
 export interface UserSearchResult {
   documents: {
     id: string
     user_id: string
     username: string
     status: string
+    document_id: string
+    owner_id: null
     attributes?: string
+    document?: string
   }[]
   info: SearchInfo
 }
@@ -152,19 +160,23 @@ export class SearchService {
       repo.searchUsers(this.db, { accountId, schemaId: schema.id, scopes, query, bound }),
     )
     const documents = await Promise.all(
-      hits.map(async (hit) => ({
-        id: hit.id,
-        user_id: hit.id,
-        username: hit.username,
-        status: hit.status,
-        ...(query.full
-          ? {
-              attributes: Buffer.from(
-                await this.users.attributesJson({ ...hit, attributes: hit.attributes as string }),
-              ).toString('base64'),
-            }
-          : {}),
-      })),
+      hits.map(async (hit) => {
+        // Only with full_document, as a user read shows attributes only with full=true.
+        const attributes = query.full
+          ? Buffer.from(
+              await this.users.attributesJson({ ...hit, attributes: hit.attributes as string }),
+            ).toString('base64')
+          : undefined
+        return {
+          id: hit.id,
+          user_id: hit.id,
+          username: hit.username,
+          status: hit.status,
+          document_id: hit.id,
+          owner_id: null,
+          ...(attributes === undefined ? {} : { attributes, document: attributes }),
+        }
+      }),
     )
     return { documents, info: info(query, total) }
   }
