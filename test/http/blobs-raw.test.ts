@@ -295,6 +295,43 @@ describe.each(STORE_KINDS)('raw BLOB uploads over a real socket (%s store)', (ki
     expect(o.blob_size).toBe(String(70 * KiB))
   })
 
+  /** What PHP's curl sends: `Expect: 100-continue` (bodies over 1 KiB), the body after the 100. */
+  const curlUpload = (method: 'POST' | 'PUT', path: string, data: Buffer) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.write(
+          `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\n` +
+            `Content-Type: application/octet-stream\r\nContent-Length: ${data.length}\r\n` +
+            'Expect: 100-continue\r\nConnection: close\r\n\r\n',
+        )
+      })
+      let text = ''
+      let sent = false
+      socket.on('data', (d) => {
+        text += d.toString('latin1')
+        if (!sent && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+          sent = true
+          socket.write(data)
+        }
+      })
+      socket.on('end', () => resolve(text))
+      socket.on('error', reject)
+    })
+
+  it('takes PHP CURLOPT_PUT uploads that wait for 100 Continue', async () => {
+    const v = await newVault()
+    const data = bytes(40 * KiB, 6)
+    const post = await curlUpload('POST', `/v1/vaults/${v}/blobs?filename=php.bin`, data)
+    expect(post).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+    const id = /"blob_id":"([0-9a-f-]{36})"/.exec(post)?.[1] as string
+    const next = bytes(50 * KiB, 7)
+    const put = await curlUpload('PUT', `/v1/vaults/${v}/blobs/${id}`, next)
+    expect(put).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+    const down = await download(v, id)
+    expect(down.headers.get('content-disposition')).toContain('filename="php.bin"')
+    expect(sha256(new Uint8Array(await down.arrayBuffer()))).toBe(sha256(next))
+  })
+
   it('refuses an empty raw body with 400 and stores nothing', async () => {
     const v = await newVault()
     const puts = h.store.puts
