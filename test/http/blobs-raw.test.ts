@@ -469,6 +469,40 @@ describe.each(STORE_KINDS)('raw BLOB uploads over a real socket (%s store)', (ki
     expect(((await list.json()) as { data: { total: number } }).data.total).toBe(0)
   })
 
+  it('leaves nothing behind when the client hangs up mid-way, and keeps the old content', async () => {
+    const v = await newVault()
+    const keep = await send(`/v1/vaults/${v}/blobs?filename=keep.txt`, Buffer.from('keep me'), {
+      'content-type': 'text/plain',
+    })
+    const id = ((await keep.json()) as Written).blob_id
+    const objects = await h.objects()
+    for (const [method, path] of [
+      ['POST', `/v1/vaults/${v}/blobs`],
+      ['PUT', `/v1/vaults/${v}/blobs/${id}`],
+    ] as const) {
+      const controller = new AbortController()
+      const body = (async function* () {
+        let sent = 0
+        for await (const c of generated(20 * MiB, 4)) {
+          sent += c.length
+          if (sent >= 6 * MiB) controller.abort()
+          yield c
+        }
+      })()
+      await expect(
+        fetch(`${base}${path}`, {
+          method,
+          headers: { authorization, 'content-type': 'application/octet-stream' },
+          body: Readable.toWeb(Readable.from(body)) as ReadableStream<Uint8Array>,
+          duplex: 'half',
+          signal: controller.signal,
+        } as RequestInit),
+      ).rejects.toThrow()
+    }
+    expect((await settledObjects(h, t, 5_000)).objects).toEqual(objects)
+    expect(await (await download(v, id)).text()).toBe('keep me')
+  })
+
   it('stores exactly 50 MB sent raw and chunked, and streams it back intact', async () => {
     const v = await newVault()
     const res = await send(`/v1/vaults/${v}/blobs?filename=max.bin`, chunked(MAX_BLOB_BYTES, 9), {
