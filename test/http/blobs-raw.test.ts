@@ -61,10 +61,18 @@ describe.each(STORE_KINDS)('raw BLOB uploads over a real socket (%s store)', (ki
   let base: string
   let authorization: string
   let port: number
+  /** Every status the server answered (from its request log): no client input may cause a 5xx. */
+  const statuses: number[] = []
 
   beforeAll(async () => {
     h = await openBlobStore(kind)
-    t = await buildTestApp({ blobStore: h.store })
+    const stream = {
+      write(line: string) {
+        const status = (JSON.parse(line) as { status?: unknown }).status
+        if (typeof status === 'number') statuses.push(status)
+      },
+    }
+    t = await buildTestApp({ blobStore: h.store, logger: { level: 'info', stream } })
     await t.app.listen({ host: '127.0.0.1', port: 0 })
     port = (t.app.server.address() as AddressInfo).port
     base = `http://127.0.0.1:${port}`
@@ -77,6 +85,10 @@ describe.each(STORE_KINDS)('raw BLOB uploads over a real socket (%s store)', (ki
   afterEach(async () => {
     const { objects, rows } = await settledObjects(h, t, 5_000)
     expect(objects).toEqual(rows)
+  })
+  afterAll(() => {
+    expect(statuses.length).toBeGreaterThan(0)
+    expect(statuses.filter((s) => s >= 500)).toEqual([])
   })
 
   const newVault = async () => {
