@@ -81,14 +81,12 @@ describe.each(STORE_KINDS)('raw BLOB uploads over a real socket (%s store)', (ki
   afterAll(async () => {
     await t?.close()
     await h?.close()
+    expect(statuses.length).toBeGreaterThan(0)
+    expect(statuses.filter((s) => s >= 500)).toEqual([])
   })
   afterEach(async () => {
     const { objects, rows } = await settledObjects(h, t, 5_000)
     expect(objects).toEqual(rows)
-  })
-  afterAll(() => {
-    expect(statuses.length).toBeGreaterThan(0)
-    expect(statuses.filter((s) => s >= 500)).toEqual([])
   })
 
   const newVault = async () => {
