@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -117,4 +118,27 @@ async function readMultipartFields(request: FastifyRequest): Promise<Fields> {
     )
   }
   return fields
+}
+
+/** The request bodies of raw BLOB uploads, handed over unread by the catch-all parser below. */
+const rawBodies = new WeakMap<FastifyRequest, Readable>()
+
+/**
+ * For an encapsulated scope holding only the BLOB upload routes: every body that is not
+ * multipart or urlencoded is the file itself (older TrueVault clients send it raw with its own
+ * type, JSON and text included: truevault-api.md §1.4). The parser reads nothing: the route
+ * streams the body after its credential and access checks, so Fastify's 1 MiB `bodyLimit`
+ * (which applies only to bodies Fastify reads) does not apply here; the BLOB limit does.
+ */
+export function acceptRawUploads(scope: FastifyInstance): void {
+  scope.removeContentTypeParser(['application/json', 'text/plain'])
+  scope.addContentTypeParser('*', (request, payload, done) => {
+    rawBodies.set(request, payload)
+    done(null, undefined)
+  })
+}
+
+/** The unread body of a raw upload; undefined for multipart, urlencoded or no body at all. */
+export function rawUploadBody(request: FastifyRequest): Readable | undefined {
+  return rawBodies.get(request)
 }

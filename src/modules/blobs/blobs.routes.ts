@@ -1,5 +1,7 @@
+import type { Readable } from 'node:stream'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { acceptRawUploads } from '../../http/body.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { resource } from '../../policy/index.js'
@@ -17,7 +19,8 @@ import {
   WriteResponse,
 } from './blobs.schemas.js'
 import type { BlobsService, StoredContent } from './blobs.service.js'
-import { receiveUpload } from './multipart-upload.js'
+import { type ReceivedUpload, receiveUpload } from './multipart-upload.js'
+import { isRawUpload, queryFields, receiveRawUpload } from './raw-upload.js'
 
 const tags = ['blobs']
 type Params = { vault_id: string; blob_id?: string }
@@ -76,41 +79,12 @@ async function ownerField(
 }
 
 export async function blobRoutes(app: FastifyInstance, service: BlobsService): Promise<void> {
+  // The two upload routes take raw bodies too: their own scope, so no other route does.
+  await app.register(async (scope) => {
+    acceptRawUploads(scope)
+    uploadRoutes(scope, service)
+  })
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
-
-  r.post(
-    '/v1/vaults/:vault_id/blobs',
-    {
-      schema: {
-        tags,
-        summary: 'Upload a BLOB (multipart: `file`, optional `owner_id`)',
-        consumes: ['multipart/form-data'],
-        params: VaultParams,
-        response: WriteResponse,
-      },
-      // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
-      config: { access: { policy: anyItem('C') } },
-    },
-    async (req) => {
-      const vaultId = vaultOf(req)
-      const accountId = req.actor.principal.accountId
-      await service.requireVault(req.actor, vaultId)
-      const blobId = newId()
-      const up = await receiveUpload(
-        req,
-        (file) => service.storeContent(accountId, vaultId, blobId, file),
-        (c) => service.discard(c),
-      )
-      if (!up.content) throw errors.invalidField('file', 'is required')
-      const ownerId = (await ownerField(service, up.fields.owner_id, up.content)) ?? null
-      const row = await service.create(req.actor, vaultId, blobId, up.content, {
-        filename: up.filename ?? '',
-        mimeType: up.mimeType ?? 'application/octet-stream',
-        ownerId,
-      })
-      return written(row)
-    },
-  )
 
   r.get(
     '/v1/vaults/:vault_id/blobs/:blob_id',
@@ -154,44 +128,6 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
   )
 
   r.put(
-    '/v1/vaults/:vault_id/blobs/:blob_id',
-    {
-      schema: {
-        tags,
-        summary: 'Replace a BLOB (multipart: `file` and/or `owner_id`)',
-        consumes: ['multipart/form-data'],
-        params: BlobParams,
-        response: WriteResponse,
-      },
-      // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
-      // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
-      // so the route lets either through and the service checks exactly (U before storing).
-      config: { access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) } },
-    },
-    async (req) => {
-      const row = await service.find(req.actor, vaultOf(req), blobOf(req))
-      const up = await receiveUpload(
-        req,
-        (file) => {
-          service.assertCanReplace(req.actor, row)
-          return service.storeContent(row.account_id, row.vault_id, row.id, file)
-        },
-        (c) => service.discard(c),
-      )
-      const ownerId = await ownerField(service, up.fields.owner_id, up.content)
-      if (!up.content && ownerId === undefined)
-        throw errors.invalidField('file', 'or owner_id is required')
-      const updated = await service.update(req.actor, row, {
-        ...(up.content ? { content: up.content } : {}),
-        ...(up.filename !== undefined ? { filename: up.filename } : {}),
-        ...(up.mimeType !== undefined ? { mimeType: up.mimeType } : {}),
-        ...(ownerId !== undefined ? { ownerId } : {}),
-      })
-      return written(updated)
-    },
-  )
-
-  r.put(
     '/v1/vaults/:vault_id/blobs/:blob_id/owner',
     {
       schema: {
@@ -222,6 +158,104 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
     async (req) => {
       const row = await service.delete(req.actor, vaultOf(req), blobOf(req))
       return { blob_id: row.id, blob: blobView(row) }
+    },
+  )
+}
+
+const UPLOAD_TYPES = ['multipart/form-data', 'application/octet-stream', '*/*']
+const FILE_REQUIRED =
+  'is required: send it as the `file` part of a multipart form, or as a non-empty raw body'
+
+/** Multipart as the spec shows it, or the file as the whole body (older clients). */
+function receiveBlob(
+  req: FastifyRequest,
+  store: (file: Readable) => Promise<StoredContent>,
+  discard: (content: StoredContent) => Promise<void>,
+): Promise<ReceivedUpload> {
+  return isRawUpload(req) ? receiveRawUpload(req, store) : receiveUpload(req, store, discard)
+}
+
+/** POST and PUT of BLOB content, in a scope that hands raw bodies over unread. */
+function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>()
+
+  r.post(
+    '/v1/vaults/:vault_id/blobs',
+    {
+      schema: {
+        tags,
+        summary:
+          'Upload a BLOB: multipart (`file`, optional `owner_id`), or the file as the raw body (`filename`, `owner_id` in the query)',
+        consumes: UPLOAD_TYPES,
+        params: VaultParams,
+        response: WriteResponse,
+      },
+      // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
+      config: { access: { policy: anyItem('C') } },
+    },
+    async (req) => {
+      const vaultId = vaultOf(req)
+      const accountId = req.actor.principal.accountId
+      await service.requireVault(req.actor, vaultId)
+      // A raw upload names its owner in the query, before the body: the create rule is checked
+      // before a byte is stored (multipart may send the owner after the file: checked after).
+      if (isRawUpload(req)) {
+        const ownerId = optionalId(queryFields(req).owner_id, 'owner_id') ?? null
+        service.assertCanCreate(req.actor, vaultId, ownerId)
+      }
+      const blobId = newId()
+      const up = await receiveBlob(
+        req,
+        (file) => service.storeContent(accountId, vaultId, blobId, file),
+        (c) => service.discard(c),
+      )
+      if (!up.content) throw errors.invalidField('file', FILE_REQUIRED)
+      const ownerId = (await ownerField(service, up.fields.owner_id, up.content)) ?? null
+      const row = await service.create(req.actor, vaultId, blobId, up.content, {
+        filename: up.filename ?? '',
+        mimeType: up.mimeType ?? 'application/octet-stream',
+        ownerId,
+      })
+      return written(row)
+    },
+  )
+
+  r.put(
+    '/v1/vaults/:vault_id/blobs/:blob_id',
+    {
+      schema: {
+        tags,
+        summary:
+          'Replace a BLOB (multipart: `file` and/or `owner_id`; or the file as the raw body)',
+        consumes: UPLOAD_TYPES,
+        params: BlobParams,
+        response: WriteResponse,
+      },
+      // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
+      // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
+      // so the route lets either through and the service checks exactly (U before storing).
+      config: { access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) } },
+    },
+    async (req) => {
+      const row = await service.find(req.actor, vaultOf(req), blobOf(req))
+      const up = await receiveBlob(
+        req,
+        (file) => {
+          service.assertCanReplace(req.actor, row)
+          return service.storeContent(row.account_id, row.vault_id, row.id, file)
+        },
+        (c) => service.discard(c),
+      )
+      const ownerId = await ownerField(service, up.fields.owner_id, up.content)
+      if (!up.content && ownerId === undefined)
+        throw errors.invalidField('file', `or owner_id is required (${FILE_REQUIRED})`)
+      const updated = await service.update(req.actor, row, {
+        ...(up.content ? { content: up.content } : {}),
+        ...(up.filename !== undefined ? { filename: up.filename } : {}),
+        ...(up.mimeType !== undefined ? { mimeType: up.mimeType } : {}),
+        ...(ownerId !== undefined ? { ownerId } : {}),
+      })
+      return written(updated)
     },
   )
 }

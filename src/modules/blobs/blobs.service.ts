@@ -40,7 +40,7 @@ const collection = (vaultId: string) => ['Vault', vaultId, 'Blob']
 export const blobResource = (row: Pick<BlobRow, 'vault_id' | 'id' | 'owner_id'>) =>
   ownedItem([...collection(row.vault_id), row.id], row.owner_id)
 const notFound = () => errors.notFound('BLOB')
-const tooLarge = () =>
+export const blobTooLarge = () =>
   new AppError(
     413,
     ErrorType.invalidRequest,
@@ -48,13 +48,15 @@ const tooLarge = () =>
     `file must be at most ${MAX_BLOB_BYTES} bytes`,
   )
 
-export function validateFilename(name: string): string {
+/** `field` names where the filename came from: the `file` part, or a raw upload's `filename`. */
+export function validateFilename(name: string, field = 'file'): string {
+  const what = field === 'file' ? 'filename ' : ''
   if (name.length > MAX_FILENAME)
-    throw errors.invalidField('file', `filename must be at most ${MAX_FILENAME} characters`)
+    throw errors.invalidField(field, `${what}must be at most ${MAX_FILENAME} characters`)
   if (/\p{Cc}/u.test(name))
-    throw errors.invalidField('file', 'filename must not contain control characters')
+    throw errors.invalidField(field, `${what}must not contain control characters`)
   // Downloads percent-encode it (Content-Disposition): an unpaired surrogate would throw there.
-  if (!isWellFormedText(name)) throw errors.invalidField('file', `filename ${ILL_FORMED_TEXT}`)
+  if (!isWellFormedText(name)) throw errors.invalidField(field, `${what}${ILL_FORMED_TEXT}`)
   return name
 }
 
@@ -87,6 +89,12 @@ export class BlobsService {
     return row
   }
 
+  /** Creating a BLOB with this owner (null: none) needs C on it (spec, "Ownership"). */
+  assertCanCreate(actor: Actor, vaultId: string, ownerId: string | null): void {
+    if (!actor.grants.satisfies(createItem(collection(vaultId), ownerId)))
+      throw errors.permissionDenied()
+  }
+
   /** Content replacement needs U on the BLOB: checked before any byte is stored. */
   assertCanReplace(actor: Actor, row: BlobRow): void {
     const item = blobResource(row)
@@ -103,7 +111,7 @@ export class BlobsService {
     const objectId = newId()
     const objectKey = blobKey(accountId, vaultId, blobId, objectId)
     const streamKey = randomBytes(KEY_BYTES)
-    const limiter = sizeLimit(MAX_BLOB_BYTES, tooLarge)
+    const limiter = sizeLimit(MAX_BLOB_BYTES, blobTooLarge)
     file.on('error', (e) => limiter.destroy(e))
     limiter.on('error', () => file.resume())
     const encrypted = file.pipe(limiter).pipe(encryptStream(streamKey))
@@ -122,8 +130,7 @@ export class BlobsService {
   ): Promise<BlobRow> {
     return this.#orDiscard(content, async () => {
       const accountId = actor.principal.accountId
-      if (!actor.grants.satisfies(createItem(collection(vaultId), meta.ownerId)))
-        throw errors.permissionDenied()
+      this.assertCanCreate(actor, vaultId, meta.ownerId)
       await this.#checkOwner(accountId, meta.ownerId)
       const now = this.clock.now().toISOString()
       const row: BlobRow = {

@@ -21,7 +21,11 @@ export async function receiveUpload(
   store: (file: Readable) => Promise<StoredContent>,
   discard: (content: StoredContent) => Promise<void>,
 ): Promise<ReceivedUpload> {
-  if (!req.isMultipart()) throw errors.invalidField('file', 'must be sent as multipart/form-data')
+  if (!req.isMultipart())
+    throw errors.invalidField(
+      'file',
+      'must be sent as multipart/form-data or as the raw body (a urlencoded form cannot carry it)',
+    )
   const received: ReceivedUpload = { fields: {} }
   // Errors of the store itself (S3 down, disk full) stay server errors; everything else that
   // goes wrong while reading the body is the client's malformed or truncated multipart.

@@ -1,0 +1,112 @@
+import type { Readable } from 'node:stream'
+import type { FastifyRequest } from 'fastify'
+import { rawUploadBody } from '../../http/body.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
+import {
+  blobTooLarge,
+  MAX_BLOB_BYTES,
+  type StoredContent,
+  validateFilename,
+} from './blobs.service.js'
+import { dispositionFilename } from './disposition-filename.js'
+import type { ReceivedUpload } from './multipart-upload.js'
+
+/** The longest Content-Type stored for a raw upload (it is sent back on every download). */
+export const MAX_MEDIA_TYPE = 255
+
+/** True when the request carries its file as the raw body (or carries no body at all). */
+export function isRawUpload(req: FastifyRequest): boolean {
+  return rawUploadBody(req) !== undefined || req.headers['content-type'] === undefined
+}
+
+/**
+ * Reads a raw BLOB upload (truevault-api.md §1.4): the body is the file, streamed straight into
+ * `store`; its type is the request's Content-Type; its name comes from the `filename` or `name`
+ * query parameter, else `Content-Disposition`, else none (undefined). Other query parameters
+ * (`owner_id`) are the form fields. An empty body is no file: nothing is stored.
+ */
+export async function receiveRawUpload(
+  req: FastifyRequest,
+  store: (file: Readable) => Promise<StoredContent>,
+): Promise<ReceivedUpload> {
+  const received: ReceivedUpload = { fields: queryFields(req) }
+  const filename = filenameOf(req, received.fields)
+  if (filename !== undefined) received.filename = validateFilename(filename, 'filename')
+  const type = req.headers['content-type']?.trim()
+  if (type !== undefined) {
+    if (type.length > MAX_MEDIA_TYPE)
+      throw errors.invalidField('Content-Type', `must be at most ${MAX_MEDIA_TYPE} characters`)
+    received.mimeType = type
+  }
+  // A declared size over the limit is refused before anything is stored.
+  if (Number(req.headers['content-length']) > MAX_BLOB_BYTES) throw blobTooLarge()
+  const body = rawUploadBody(req)
+  if (!body || !(await hasBytes(body).catch(incomplete))) return received
+  let bodyError: unknown
+  body.on('error', (e) => {
+    bodyError ??= e
+  })
+  try {
+    received.content = await store(body)
+  } catch (error) {
+    if (!body.readableEnded) body.resume()
+    // The client hung up or sent a broken body: its fault, not a server failure.
+    if (error === bodyError && !(error instanceof AppError)) incomplete(error)
+    throw error
+  }
+  return received
+}
+
+function incomplete(cause: unknown): never {
+  throw new AppError(
+    400,
+    ErrorType.invalidRequest,
+    'INCOMPLETE_BODY',
+    'Request body ended before it was complete',
+    { cause },
+  )
+}
+
+/** Query parameters are a raw upload's form fields (names trimmed, as for multipart). */
+export function queryFields(req: FastifyRequest): Record<string, string> {
+  const fields: Record<string, string> = {}
+  for (const [key, value] of Object.entries(req.query as Record<string, unknown>)) {
+    if (typeof value === 'string') fields[key.trim()] = value
+  }
+  return fields
+}
+
+function filenameOf(req: FastifyRequest, fields: Record<string, string>): string | undefined {
+  if (fields.filename !== undefined) return fields.filename
+  if (fields.name !== undefined) return fields.name
+  const disposition = req.headers['content-disposition']
+  return disposition === undefined ? undefined : dispositionFilename(disposition)
+}
+
+/**
+ * Waits for the first bytes of `body` (true) or its end (false) without consuming anything: the
+ * first chunk is put back, so an empty body never creates an object in the store.
+ */
+function hasBytes(body: Readable): Promise<boolean> {
+  if (body.readableEnded) return Promise.resolve(false)
+  return new Promise((resolve, reject) => {
+    const settle = (result: boolean | Error) => {
+      body.off('readable', onReadable)
+      body.off('end', onEnd)
+      body.off('error', onError)
+      if (result instanceof Error) reject(result)
+      else resolve(result)
+    }
+    const onReadable = () => {
+      const chunk: Buffer | null = body.read()
+      if (chunk === null) return
+      body.unshift(chunk)
+      settle(chunk.length > 0)
+    }
+    const onEnd = () => settle(false)
+    const onError = (e: Error) => settle(e)
+    body.on('readable', onReadable)
+    body.once('end', onEnd)
+    body.once('error', onError)
+  })
+}
