@@ -10,6 +10,11 @@ import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import {
+  addRequestDeadline,
+  DEFAULT_REQUEST_DEADLINES,
+  type RequestDeadlines,
+} from './http/request-deadline.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
@@ -31,6 +36,8 @@ export interface AppOptions {
   /** Which proxies' X-Forwarded-For to believe (config.ts TrustProxy); default none. */
   trustProxy?: TrustProxy
   bodyLimit?: number
+  /** Deadlines of each request's database work (default 30 s; 10 min for BLOB uploads). */
+  deadlines?: RequestDeadlines
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -52,6 +59,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
+  // First: every later hook (authentication, the access rule) runs under the deadline.
+  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)

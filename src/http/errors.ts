@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IntegrityError } from '../crypto/aead.js'
-import { AppError, ErrorType } from '../lib/errors.js'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+import { isDatabaseUnavailable } from '../store/db-errors.js'
 
 interface Rendered {
   status: number
@@ -24,7 +25,9 @@ function validationMessage(error: FastifyError): string {
   return `${field} ${first.message ?? 'is invalid'}`
 }
 
-function render(error: FastifyError | AppError | Error): Rendered {
+function render(raw: FastifyError | AppError | Error): Rendered {
+  // A lost or refused database connection is retryable: 503 with Retry-After, never a 500.
+  const error = isDatabaseUnavailable(raw) ? errors.databaseUnavailable(raw) : raw
   if (error instanceof AppError) {
     return {
       status: error.statusCode,

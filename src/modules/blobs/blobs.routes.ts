@@ -89,7 +89,7 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
         response: WriteResponse,
       },
       // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
-      config: { access: { policy: anyItem('C') } },
+      config: { blobUpload: true, access: { policy: anyItem('C') } },
     },
     async (req) => {
       const vaultId = vaultOf(req)
@@ -166,7 +166,10 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
       // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
       // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
       // so the route lets either through and the service checks exactly (U before storing).
-      config: { access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) } },
+      config: {
+        blobUpload: true,
+        access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) },
+      },
     },
     async (req) => {
       const row = await service.find(req.actor, vaultOf(req), blobOf(req))
