@@ -70,6 +70,23 @@ function render(raw: FastifyError | AppError | Error): Rendered {
   return { status: 500, type: ErrorType.api, code: 'INTERNAL', message: 'Internal server error' }
 }
 
+/**
+ * A 5xx is logged with its cause. A lost database connection only by message and code: the
+ * driver hangs its client (connection parameters, a password among them) on some of its errors.
+ */
+function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): void {
+  if (rendered.status < 500) return
+  if (rendered.code === 'DATABASE_UNAVAILABLE') {
+    const code = (error as { code?: unknown }).code
+    request.log.warn(
+      { error: error.message, ...(typeof code === 'string' ? { db_code: code } : {}) },
+      'request failed: database unavailable',
+    )
+    return
+  }
+  request.log.error({ err: error }, 'request failed')
+}
+
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
   // A body over the limit may still be arriving: close the connection rather than read the rest.
   if (r.status === 413) reply.header('connection', 'close')
@@ -114,7 +131,7 @@ export function frameworkErrorHandler(
     return sendError(request, reply, { status: 400, type, code: 'INVALID_URL', message })
   }
   const rendered = render(error)
-  if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+  logFailure(request, error, rendered)
   return sendError(request, reply, rendered)
 }
 
@@ -125,7 +142,7 @@ export function frameworkErrorHandler(
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const rendered = render(error)
-    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+    logFailure(request, error, rendered)
     return sendError(request, reply, rendered)
   })
   app.setNotFoundHandler((request, reply) =>
