@@ -174,6 +174,10 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           rateLimit: config.consentRateLimit,
           pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
           trustProxy: config.trustProxy,
+          deadlines: {
+            requestTimeoutMs: config.database.requestTimeoutMs,
+            blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
+          },
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)

@@ -9,6 +9,7 @@ import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import { buildConsentApp } from '../../src/consent-app.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
+import type { RequestDeadlines } from '../../src/http/request-deadline.js'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { ConsentRateLimits } from '../../src/modules/consent/consent-rate-limit.js'
 import type { Store } from '../../src/store/db.js'
@@ -32,6 +33,10 @@ export interface ConsentTestOptions {
   unchosenTtlDays?: number
   /** How often the app prunes unchosen records (default: the production hour). */
   pruneIntervalMs?: number
+  /** SQLite only: a database file and its busy_timeout (tests that lock the file). */
+  sqlite?: { file: string; busyTimeoutMs: number }
+  /** Deadline of each request's database work (default the production one). */
+  deadlines?: RequestDeadlines
 }
 
 const UNREACHABLE_LIMITS: ConsentRateLimits = {
@@ -62,7 +67,11 @@ export interface ConsentTestApp {
 export async function buildConsentTestApp(
   options: ConsentTestOptions = {},
 ): Promise<ConsentTestApp> {
-  const store = await openTestStore()
+  const store = await openTestStore(
+    options.sqlite
+      ? { sqliteFile: options.sqlite.file, sqliteBusyTimeoutMs: options.sqlite.busyTimeoutMs }
+      : {},
+  )
   const blobDir = mkdtempSync(join(tmpdir(), 'coffer-consent-'))
   const clock = options.clock ?? new ManualClock('2026-05-01T10:00:00.000Z')
   const deps = createDeps(store, {
@@ -84,6 +93,7 @@ export async function buildConsentTestApp(
     ...(options.logStream ? { logger: { level: 'info', stream: options.logStream } } : {}),
     rateLimit: options.rateLimit ?? UNREACHABLE_LIMITS,
     ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
+    ...(options.deadlines ? { deadlines: options.deadlines } : {}),
   })
   await app.ready()
   const mainApp = options.withMainApp ? await buildApp(deps) : undefined
