@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
@@ -126,5 +127,47 @@ describe.skipIf(testDialect !== 'sqlite')('database locked by another process (S
       [],
     )
     expect((await post(server, '/v1/vaults', { name })).status).toBe(200)
+  })
+})
+
+describe(`BLOB upload deadline (${testDialect})`, () => {
+  let server: TestServer
+  let vault: string
+  beforeAll(async () => {
+    server = await startTestServer({
+      deadlines: { requestTimeoutMs: 300, blobUploadTimeoutMs: 600_000 },
+    })
+    const t = server.testApp
+    const v = await t.api.post('/v1/vaults', {
+      auth: t.admin.api_key,
+      form: { name: `v-${randomUUID()}` },
+    })
+    vault = v.json().vault.id
+  })
+  afterAll(async () => server?.close())
+
+  it('lets an upload whose body arrives slower than COFFER_REQUEST_TIMEOUT_MS finish', async () => {
+    const boundary = `----coffer${randomUUID()}`
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n`
+    const tail = `slow bytes\r\n--${boundary}--\r\n`
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/v1/vaults/${vault}/blobs`, {
+        method: 'POST',
+        headers: {
+          authorization: basicHeader(server.admin.api_key),
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': Buffer.byteLength(head) + Buffer.byteLength(tail),
+        },
+      })
+      req.on('response', (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.on('error', reject)
+      req.write(head)
+      // The rest of the body comes after the ordinary deadline has passed.
+      setTimeout(() => req.end(tail), 700)
+    })
+    expect(status).toBe(200)
   })
 })
