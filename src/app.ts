@@ -11,6 +11,11 @@ import { API_CORS, addCors } from './http/cors.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import {
+  addRequestDeadline,
+  DEFAULT_REQUEST_DEADLINES,
+  type RequestDeadlines,
+} from './http/request-deadline.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
@@ -34,6 +39,8 @@ export interface AppOptions {
   bodyLimit?: number
   /** Browser origins allowed to call the API (COFFER_CORS_ORIGINS); default none: no CORS. */
   cors?: { origins: readonly string[]; maxAgeSeconds: number }
+  /** Deadlines of each request's database work (default 30 s; 10 min for BLOB uploads). */
+  deadlines?: RequestDeadlines
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -55,6 +62,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
+  // First: every later hook (authentication, the access rule) runs under the deadline.
+  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)

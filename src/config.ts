@@ -65,6 +65,8 @@ export interface Config {
   startupNotes: readonly string[]
   /** Browser origins allowed to call each listener (CORS); none by default. */
   cors: CorsConfig
+  /** PostgreSQL pool and timeouts, SQLite's lock wait, request deadlines (issue 12). */
+  database: DatabaseLimitsConfig
 }
 
 /** CORS (issue 11): which web pages may read the answers of each listener. */
@@ -75,6 +77,24 @@ export interface CorsConfig {
   consentOrigins: readonly string[]
   /** Access-Control-Max-Age of preflight answers on both listeners. */
   maxAgeSeconds: number
+}
+
+/** All durations in milliseconds. */
+export interface DatabaseLimitsConfig {
+  /** PostgreSQL: connections per process (each node has its own pool). */
+  pgPoolSize: number
+  /** PostgreSQL: longest wait for a new connection (a request then answers 503). */
+  pgConnectTimeoutMs: number
+  /** PostgreSQL statement_timeout on every connection; 0: none. At least the search bound. */
+  pgStatementTimeoutMs: number
+  /** PostgreSQL: an idle pooled connection is closed after this; 0: kept. */
+  pgIdleTimeoutMs: number
+  /** SQLite busy_timeout: how long a statement waits for another process's write lock. */
+  sqliteBusyTimeoutMs: number
+  /** Deadline of a request's database work, from its arrival (503 and rollback past it). */
+  requestTimeoutMs: number
+  /** The same for requests that upload a BLOB (the body may take long on a slow link). */
+  blobUploadTimeoutMs: number
 }
 
 export interface ConsentRateLimitConfig {
@@ -339,6 +359,63 @@ function argon2Limits(env: NodeJS.ProcessEnv, problems: string[]): Argon2Config 
 
 // --- end of login flood protection and proxy trust ---
 
+// --- Database pool, timeouts and request deadlines (issue 12) ---
+
+function databaseLimits(
+  env: NodeJS.ProcessEnv,
+  searchTimeoutMs: number,
+  problems: string[],
+): DatabaseLimitsConfig {
+  const hour = 3_600_000
+  const limits: DatabaseLimitsConfig = {
+    pgPoolSize: intSetting(env, 'COFFER_PG_POOL_SIZE', 10, 1, 1000, problems),
+    pgConnectTimeoutMs: intSetting(
+      env,
+      'COFFER_PG_CONNECT_TIMEOUT_MS',
+      5000,
+      100,
+      120_000,
+      problems,
+    ),
+    pgStatementTimeoutMs: intSetting(
+      env,
+      'COFFER_PG_STATEMENT_TIMEOUT_MS',
+      30_000,
+      0,
+      hour,
+      problems,
+    ),
+    pgIdleTimeoutMs: intSetting(env, 'COFFER_PG_IDLE_TIMEOUT_MS', 30_000, 0, 24 * hour, problems),
+    sqliteBusyTimeoutMs: intSetting(
+      env,
+      'COFFER_SQLITE_BUSY_TIMEOUT_MS',
+      5000,
+      0,
+      60_000,
+      problems,
+    ),
+    requestTimeoutMs: intSetting(env, 'COFFER_REQUEST_TIMEOUT_MS', 30_000, 100, hour, problems),
+    blobUploadTimeoutMs: intSetting(
+      env,
+      'COFFER_BLOB_UPLOAD_TIMEOUT_MS',
+      600_000,
+      1000,
+      24 * hour,
+      problems,
+    ),
+  }
+  // The search bound is the tighter one for searches; a larger one would never apply.
+  if (limits.pgStatementTimeoutMs > 0 && searchTimeoutMs > limits.pgStatementTimeoutMs) {
+    problems.push('COFFER_SEARCH_TIMEOUT_MS must not exceed COFFER_PG_STATEMENT_TIMEOUT_MS')
+  }
+  if (limits.blobUploadTimeoutMs < limits.requestTimeoutMs) {
+    problems.push('COFFER_BLOB_UPLOAD_TIMEOUT_MS must be at least COFFER_REQUEST_TIMEOUT_MS')
+  }
+  return Object.freeze(limits)
+}
+
+// --- end of database pool, timeouts and request deadlines ---
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = []
   const notes: string[] = []
@@ -461,6 +538,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     argon2: argon2Limits(env, problems),
     startupNotes: Object.freeze(notes),
     cors: corsSettings(env, problems),
+    database: databaseLimits(env, searchTimeoutMs, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

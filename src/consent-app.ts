@@ -13,7 +13,13 @@ import { addRequestLog, addResponseHeaders, JSON_TYPE, sendJson } from './http/c
 import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import {
+  addRequestDeadline,
+  DEFAULT_REQUEST_DEADLINES,
+  type RequestDeadlines,
+} from './http/request-deadline.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
+import { AppError } from './lib/errors.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 import { DEFAULT_PRUNE_INTERVAL_MS, schedulePruning } from './modules/consent/consent-pruning.js'
@@ -22,6 +28,7 @@ import {
   type ConsentRateLimits,
   DEFAULT_CONSENT_RATE_LIMITS,
 } from './modules/consent/consent-rate-limit.js'
+import { isDatabaseUnavailable } from './store/db-errors.js'
 
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
@@ -38,6 +45,8 @@ export interface ConsentAppOptions {
   trustProxy?: TrustProxy
   /** Browser origins allowed to call it (COFFER_CONSENT_CORS_ORIGINS); default none: no CORS. */
   cors?: { origins: readonly string[]; maxAgeSeconds: number }
+  /** Deadline of each request's database work (COFFER_REQUEST_TIMEOUT_MS). */
+  deadlines?: RequestDeadlines
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -48,6 +57,14 @@ function sendConsentError(reply: FastifyReply, status: number, message: string) 
 }
 
 function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
+  // A lost database connection or a request past its deadline: retryable, never a 500. Logged
+  // by message only (pg hangs its client, connection parameters included, on some errors).
+  const retryable = error instanceof AppError && error.statusCode === 503
+  if (retryable || isDatabaseUnavailable(error)) {
+    request.log.warn({ error: error.message }, 'consent request failed: database unavailable')
+    reply.header('retry-after', String((retryable && error.retryAfterSeconds) || 1))
+    return sendConsentError(reply, 503, 'Service temporarily unavailable; try again shortly')
+  }
   if (error instanceof ConsentError) {
     if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
     return sendConsentError(reply, error.statusCode, error.message)
@@ -131,6 +148,8 @@ export async function buildConsentApp(
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
   })
+  // First: the rate limits' and routes' hooks run under the deadline.
+  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
   addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
 

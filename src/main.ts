@@ -11,7 +11,7 @@ import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/cons
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
 import { rotateMasterKey } from './modules/keys/rotation.js'
-import { openStore, type Store } from './store/db.js'
+import { isPostgresUrl, openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
 
 const USAGE = `usage: coffer <command>
@@ -30,7 +30,32 @@ async function open(config: Config): Promise<Store> {
   // The database, its WAL, keys and credentials files are readable by this user only.
   process.umask(0o077)
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
-  const store = openStore({ url: config.databaseUrl })
+  const limits = config.database
+  const storeOptions = {
+    url: config.databaseUrl,
+    sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
+    pg: {
+      poolSize: limits.pgPoolSize,
+      connectTimeoutMs: limits.pgConnectTimeoutMs,
+      statementTimeoutMs: limits.pgStatementTimeoutMs,
+      idleTimeoutMs: limits.pgIdleTimeoutMs,
+    },
+  }
+  // Migrations (a re-index on a large database) may legitimately outlast the statement timeout
+  // that bounds requests: they run on a connection of their own without one.
+  if (isPostgresUrl(config.databaseUrl)) {
+    const migrations = openStore({
+      ...storeOptions,
+      pg: { ...storeOptions.pg, poolSize: 1, statementTimeoutMs: 0 },
+    })
+    try {
+      await migrateToLatest(migrations.db)
+    } finally {
+      await migrations.close()
+    }
+    return openStore(storeOptions)
+  }
+  const store = openStore(storeOptions)
   await migrateToLatest(store.db)
   return store
 }
@@ -136,6 +161,10 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           trustProxy: config.trustProxy,
           bodyLimit: config.bodyLimitBytes,
           cors: { origins: config.cors.origins, maxAgeSeconds: config.cors.maxAgeSeconds },
+          deadlines: {
+            requestTimeoutMs: config.database.requestTimeoutMs,
+            blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
+          },
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
@@ -147,6 +176,10 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
           trustProxy: config.trustProxy,
           cors: { origins: config.cors.consentOrigins, maxAgeSeconds: config.cors.maxAgeSeconds },
+          deadlines: {
+            requestTimeoutMs: config.database.requestTimeoutMs,
+            blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
+          },
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IntegrityError } from '../crypto/aead.js'
-import { AppError, ErrorType } from '../lib/errors.js'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+import { isDatabaseUnavailable } from '../store/db-errors.js'
 import { sendJson } from './common-hooks.js'
 
 interface Rendered {
@@ -25,7 +26,9 @@ function validationMessage(error: FastifyError): string {
   return `${field} ${first.message ?? 'is invalid'}`
 }
 
-function render(error: FastifyError | AppError | Error): Rendered {
+function render(raw: FastifyError | AppError | Error): Rendered {
+  // A lost or refused database connection is retryable: 503 with Retry-After, never a 500.
+  const error = isDatabaseUnavailable(raw) ? errors.databaseUnavailable(raw) : raw
   if (error instanceof AppError) {
     return {
       status: error.statusCode,
@@ -66,6 +69,23 @@ function render(error: FastifyError | AppError | Error): Rendered {
     return { status, type, code, message: fe.message }
   }
   return { status: 500, type: ErrorType.api, code: 'INTERNAL', message: 'Internal server error' }
+}
+
+/**
+ * A 5xx is logged with its cause. A lost database connection only by message and code: the
+ * driver hangs its client (connection parameters, a password among them) on some of its errors.
+ */
+function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): void {
+  if (rendered.status < 500) return
+  if (rendered.code === 'DATABASE_UNAVAILABLE') {
+    const code = (error as { code?: unknown }).code
+    request.log.warn(
+      { error: error.message, ...(typeof code === 'string' ? { db_code: code } : {}) },
+      'request failed: database unavailable',
+    )
+    return
+  }
+  request.log.error({ err: error }, 'request failed')
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
@@ -109,7 +129,7 @@ export function frameworkErrorHandler(
     return sendError(request, reply, { status: 400, type, code: 'INVALID_URL', message })
   }
   const rendered = render(error)
-  if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+  logFailure(request, error, rendered)
   return sendError(request, reply, rendered)
 }
 
@@ -120,7 +140,7 @@ export function frameworkErrorHandler(
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const rendered = render(error)
-    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+    logFailure(request, error, rendered)
     return sendError(request, reply, rendered)
   })
   app.setNotFoundHandler((request, reply) =>

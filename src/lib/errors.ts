@@ -95,4 +95,22 @@ export const errors = {
       `The server is busy (${what}); try again shortly`,
       { retryAfterSeconds },
     ),
+  /** 503: the database dropped or refused the connection; a retry reaches a healthy one. */
+  databaseUnavailable: (cause?: unknown) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'DATABASE_UNAVAILABLE',
+      'The database is unavailable; try again shortly',
+      { cause, retryAfterSeconds: 1 },
+    ),
+  /** 503: the request ran past its deadline; its database work was stopped and rolled back. */
+  requestTimeout: (timeoutMs: number, cause?: unknown) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'REQUEST_TIMEOUT',
+      `The request took longer than ${timeoutMs} ms and was rolled back; try again later`,
+      { cause, retryAfterSeconds: 1 },
+    ),
 }

@@ -3,6 +3,8 @@ import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
+import { deadlinePool } from './deadline-pool.js'
+import { currentDeadline, isRollback } from './request-deadline.js'
 import type { Database } from './schema.js'
 import { cachingDatabase } from './statement-cache.js'
 
@@ -22,18 +24,58 @@ export interface StoreOptions {
   url: string
   /** PostgreSQL only: schema to use as search_path (tests isolate themselves this way). */
   pgSchema?: string
-  pgPoolSize?: number
+  /** PostgreSQL pool and timeouts (config.ts COFFER_PG_*); defaults: DEFAULT_PG_SETTINGS. */
+  pg?: Partial<PgSettings>
+  /** PostgreSQL: `application_name` of every connection (tests find their own backends by it). */
+  pgApplicationName?: string
+  /**
+   * Told when a PostgreSQL connection fails outside a statement (terminated backend, failover,
+   * dropped socket); the pool then replaces it. Default: one JSON line on stderr. The error
+   * never holds the connection URL, so never its password.
+   */
+  onConnectionError?: (error: Error) => void
+  /** SQLite: how long a statement waits for another connection's write lock (ms). */
+  sqliteBusyTimeoutMs?: number
 }
+
+/** PostgreSQL pool size and timeouts, in milliseconds. */
+export interface PgSettings {
+  poolSize: number
+  /** Longest wait for a new connection to be established. */
+  connectTimeoutMs: number
+  /** PostgreSQL's statement_timeout on every connection (0: none). */
+  statementTimeoutMs: number
+  /** An idle connection is closed after this (0: kept open). */
+  idleTimeoutMs: number
+}
+
+export const DEFAULT_PG_SETTINGS: PgSettings = Object.freeze({
+  poolSize: 10,
+  connectTimeoutMs: 5000,
+  statementTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+})
+
+export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 5000
 
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url)
 }
 
 export function openStore(options: StoreOptions): Store {
-  return isPostgresUrl(options.url) ? openPostgres(options) : openSqlite(options.url)
+  return isPostgresUrl(options.url)
+    ? openPostgres(options)
+    : openSqlite(options.url, options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS)
 }
 
-function openSqlite(file: string): Store {
+function logConnectionError(error: Error): void {
+  const code = (error as { code?: unknown }).code
+  process.stderr.write(
+    `${JSON.stringify({ level: 40, time: Date.now(), msg: 'database connection lost; the pool replaces it', error: error.message, ...(typeof code === 'string' ? { code } : {}) })}\n`,
+  )
+}
+
+function openSqlite(file: string, busyTimeoutMs: number): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const database = new SQLite(file)
   // WAL lets readers run beside the writer; FULL sync keeps acknowledged writes through power
@@ -41,25 +83,65 @@ function openSqlite(file: string): Store {
   database.pragma('journal_mode = WAL')
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
-  database.pragma('busy_timeout = 5000')
+  database.pragma(`busy_timeout = ${busyTimeoutMs}`)
   // After a large write the WAL file would keep its size for good (a 147 MB one stayed after
   // one oversized document): once a checkpoint has emptied it, SQLite truncates it to this.
   database.pragma(`journal_size_limit = ${SQLITE_JOURNAL_SIZE_LIMIT}`)
   // Deleted rows are overwritten with zeros instead of left in free space: a deleted document's
   // indexed plaintext must not stay readable in the file (PostgreSQL: VACUUM, decisions.md).
   database.pragma('secure_delete = ON')
+  const cached = cachingDatabase(database)
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: cachingDatabase(database) }),
+    dialect: new SqliteDialect({
+      database: {
+        close: () => cached.close(),
+        // Statements run synchronously here, so none is ever interrupted: past the request's
+        // deadline the next one is refused (a rollback excepted), which ends its transaction.
+        prepare(sqlText) {
+          if (!isRollback(sqlText)) currentDeadline()?.check()
+          return cached.prepare(sqlText)
+        },
+      },
+    }),
   })
   return { db, dialect: 'sqlite', close: () => db.destroy() }
 }
 
 function openPostgres(options: StoreOptions): Store {
+  const settings = { ...DEFAULT_PG_SETTINGS, ...options.pg }
   const pool = new pg.Pool({
     connectionString: options.url,
-    max: options.pgPoolSize ?? 10,
+    max: settings.poolSize,
+    connectionTimeoutMillis: settings.connectTimeoutMs,
+    idleTimeoutMillis: settings.idleTimeoutMs,
+    statement_timeout: settings.statementTimeoutMs,
+    ...(options.pgApplicationName ? { application_name: options.pgApplicationName } : {}),
     ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
   })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const onError = options.onConnectionError ?? logConnectionError
+  // Every connection gets its own listener, idle or checked out: without one, a connection that
+  // drops (terminated backend, failover, firewall) kills the process with an unhandled 'error'.
+  // A statement running on it fails (503); the pool discards it and opens a new one on demand.
+  pool.on('connect', (client) => client.on('error', (error) => onError(error)))
+  // The pool re-emits an idle connection's error: already told above, but it needs a listener.
+  pool.on('error', () => {})
+  // A cancel goes through a connection of its own, not the pool: when every pooled connection
+  // is waiting (say, on a lock), a cancel queued behind them would never run.
+  const cancelBackend = async (pid: number) => {
+    const client = new pg.Client({
+      connectionString: options.url,
+      connectionTimeoutMillis: settings.connectTimeoutMs,
+    })
+    client.on('error', () => {})
+    await client.connect()
+    try {
+      await client.query('select pg_cancel_backend($1)', [pid])
+    } finally {
+      await client.end()
+    }
+  }
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) }),
+  })
   return { db, dialect: 'postgres', close: () => db.destroy() }
 }

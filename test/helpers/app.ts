@@ -64,6 +64,10 @@ export interface TestAppOptions {
   trustProxy?: AppOptions['trustProxy']
   /** Browser origins allowed to call the API (default none: no CORS). */
   cors?: AppOptions['cors']
+  /** SQLite only: busy_timeout (default the production 5 s). */
+  sqliteBusyTimeoutMs?: number
+  /** Deadlines of each request's database work (default the production ones). */
+  deadlines?: AppOptions['deadlines']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -74,7 +78,12 @@ export const NO_PROVIDERS: ProviderConfig = {
 }
 
 export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const store = await openTestStore(options.sqliteFile ? { sqliteFile: options.sqliteFile } : {})
+  const store = await openTestStore({
+    ...(options.sqliteFile ? { sqliteFile: options.sqliteFile } : {}),
+    ...(options.sqliteBusyTimeoutMs !== undefined
+      ? { sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs }
+      : {}),
+  })
   const blobDir = mkdtempSync(join(tmpdir(), 'coffer-blobs-'))
   const deps = createDeps(store, {
     masterKey: options.masterKey ?? MasterKey.generate(),
@@ -92,6 +101,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     ...(options.cors ? { cors: options.cors } : {}),
+    ...(options.deadlines ? { deadlines: options.deadlines } : {}),
   })
   await app.ready()
   const api = new Api(app)

@@ -9,6 +9,7 @@ import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import { buildConsentApp, type ConsentAppOptions } from '../../src/consent-app.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
+import type { RequestDeadlines } from '../../src/http/request-deadline.js'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { ConsentRateLimits } from '../../src/modules/consent/consent-rate-limit.js'
 import type { Store } from '../../src/store/db.js'
@@ -34,6 +35,10 @@ export interface ConsentTestOptions {
   pruneIntervalMs?: number
   /** Browser origins allowed to call the consent API (default none: no CORS). */
   cors?: ConsentAppOptions['cors']
+  /** SQLite only: a database file and its busy_timeout (tests that lock the file). */
+  sqlite?: { file: string; busyTimeoutMs: number }
+  /** Deadline of each request's database work (default the production one). */
+  deadlines?: RequestDeadlines
 }
 
 const UNREACHABLE_LIMITS: ConsentRateLimits = {
@@ -64,7 +69,11 @@ export interface ConsentTestApp {
 export async function buildConsentTestApp(
   options: ConsentTestOptions = {},
 ): Promise<ConsentTestApp> {
-  const store = await openTestStore()
+  const store = await openTestStore(
+    options.sqlite
+      ? { sqliteFile: options.sqlite.file, sqliteBusyTimeoutMs: options.sqlite.busyTimeoutMs }
+      : {},
+  )
   const blobDir = mkdtempSync(join(tmpdir(), 'coffer-consent-'))
   const clock = options.clock ?? new ManualClock('2026-05-01T10:00:00.000Z')
   const deps = createDeps(store, {
@@ -87,6 +96,7 @@ export async function buildConsentTestApp(
     rateLimit: options.rateLimit ?? UNREACHABLE_LIMITS,
     ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
     ...(options.cors ? { cors: options.cors } : {}),
+    ...(options.deadlines ? { deadlines: options.deadlines } : {}),
   })
   await app.ready()
   const mainApp = options.withMainApp ? await buildApp(deps) : undefined

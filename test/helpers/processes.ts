@@ -147,7 +147,7 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
     masterKey,
     dataDir,
     // The same URL the servers get: the SQLite file, or PostgreSQL with the schema in `options`.
-    open: () => openStore({ url, pgPoolSize: 3 }),
+    open: () => openStore({ url, pg: { poolSize: 3 } }),
     drop: async () => {
       await dropSchema()
       for (const d of dirs) rmSync(d, { recursive: true, force: true })

@@ -12,9 +12,16 @@ export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0
  * a fresh schema on the PostgreSQL server (dropped on close), so test files never see each
  * other's rows.
  */
-export async function openTestStore(options: { sqliteFile?: string } = {}): Promise<Store> {
+export async function openTestStore(
+  options: { sqliteFile?: string; sqliteBusyTimeoutMs?: number } = {},
+): Promise<Store> {
   if (testDialect === 'sqlite') {
-    const store = openStore({ url: options.sqliteFile ?? ':memory:' })
+    const store = openStore({
+      url: options.sqliteFile ?? ':memory:',
+      ...(options.sqliteBusyTimeoutMs !== undefined
+        ? { sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs }
+        : {}),
+    })
     await migrateToLatest(store.db)
     return store
   }
@@ -23,7 +30,13 @@ export async function openTestStore(options: { sqliteFile?: string } = {}): Prom
   await admin.connect()
   await admin.query(`create schema ${schema}`)
   await admin.end()
-  const store = openStore({ url: TEST_PG_URL, pgSchema: schema, pgPoolSize: 5 })
+  const store = openStore({
+    url: TEST_PG_URL,
+    pgSchema: schema,
+    // Tests find (and terminate) their own backends by it: the suite shares one server.
+    pgApplicationName: schema,
+    pg: { poolSize: 5 },
+  })
   const close = async () => {
     await store.close()
     const c = new pg.Client({ connectionString: TEST_PG_URL })

@@ -80,9 +80,10 @@ async function ownerField(
 
 export async function blobRoutes(app: FastifyInstance, service: BlobsService): Promise<void> {
   // The two upload routes take raw bodies too: their own scope, so no other route does.
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     acceptRawUploads(scope)
     uploadRoutes(scope, service)
+    done()
   })
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
@@ -191,7 +192,7 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
         response: WriteResponse,
       },
       // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
-      config: { access: { policy: anyItem('C') } },
+      config: { blobUpload: true, access: { policy: anyItem('C') } },
     },
     async (req) => {
       const vaultId = vaultOf(req)
@@ -234,7 +235,10 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
       // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
       // so the route lets either through and the service checks exactly (U before storing).
-      config: { access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) } },
+      config: {
+        blobUpload: true,
+        access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) },
+      },
     },
     async (req) => {
       const row = await service.find(req.actor, vaultOf(req), blobOf(req))
