@@ -16,6 +16,7 @@ import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
+import { healthRoutes } from './modules/health/health.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
 import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
@@ -117,5 +118,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Reset emails are sent after their request is answered: let them finish before closing.
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
+  await healthRoutes(app, deps.health)
   return app
 }

@@ -13,6 +13,7 @@ import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
+import { AppError } from './lib/errors.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
 import { ConsentError, consentErrors } from './modules/consent/consent-errors.js'
 import { DEFAULT_PRUNE_INTERVAL_MS, schedulePruning } from './modules/consent/consent-pruning.js'
@@ -21,6 +22,7 @@ import {
   type ConsentRateLimits,
   DEFAULT_CONSENT_RATE_LIMITS,
 } from './modules/consent/consent-rate-limit.js'
+import { healthRoutes } from './modules/health/health.routes.js'
 
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
@@ -52,6 +54,12 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   if (error instanceof ConsentError) {
     if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
     return sendConsentError(reply, error.statusCode, error.message)
+  }
+  // A readiness or shutdown refusal (modules/health, http/shutdown.ts): its message is safe.
+  if (error instanceof AppError && error.statusCode === 503) {
+    if (error.retryAfterSeconds !== undefined)
+      reply.header('retry-after', String(error.retryAfterSeconds))
+    return sendConsentError(reply, 503, error.message)
   }
   const status = (error as FastifyError).statusCode ?? 500
   // Never echo the URL back (its query may hold an email).
@@ -128,6 +136,7 @@ export async function buildConsentApp(
 
   await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
   await consentRoutes(app, deps.consent)
+  await healthRoutes(app, deps.health)
   // The listener that creates records removes those nobody chose for (consent.service.ts).
   const pruning = schedulePruning(
     deps.consent,

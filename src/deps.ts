@@ -22,6 +22,7 @@ import { ConsentKeys } from './modules/consent/consent-keys.js'
 import { ConsentTokens } from './modules/consent/token.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { HealthService } from './modules/health/health.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
 import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
@@ -61,6 +62,7 @@ export interface Deps {
   passwordResets: PasswordResetFlowsService
   mfa: MfaService
   consent: ConsentService
+  health: HealthService
 }
 
 export interface DepsOptions {
@@ -94,6 +96,8 @@ export interface DepsOptions {
    * service gets a throwaway secret and is never served.
    */
   consent?: ConsentOptions & { secret: string }
+  /** Bound on each readiness check of `GET /readyz` (default 2 s; COFFER_READY_TIMEOUT_MS). */
+  readyTimeoutMs?: number
 }
 
 /** The blob store the configuration names. */
@@ -224,5 +228,6 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       new ConsentTokens(consentKeys.tokenKey),
       consentOptions,
     ),
+    health: new HealthService(db, options.blobStore, options.readyTimeoutMs),
   }
 }

@@ -66,6 +66,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    readyTimeoutMs: config.operations.readyTimeoutMs,
     onResetEmailError: (error, { flowId }) =>
       log(
         { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },
