@@ -11,6 +11,7 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { ErrorEnvelope } from './http/schemas.js'
+import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
@@ -48,11 +49,15 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.
     routerOptions: { maxParamLength: 8192 },
     frameworkErrors: frameworkErrorHandler,
+    // Requests that reach a closing app get our envelope 503 (http/shutdown.ts), not Fastify's.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
   })
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
+  // First of the onRequest hooks: a request refused at shutdown does no work.
+  addShutdownGate(app, deps.health)
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)

@@ -12,6 +12,7 @@ import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { AppError } from './lib/errors.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
@@ -93,6 +94,8 @@ export async function buildConsentApp(
     trustProxy: fastifyTrustProxy(options.trustProxy),
     // A GET creates a record: HEAD must not do so silently.
     exposeHeadRoutes: false,
+    // Requests that reach a closing app get our 503 body (http/shutdown.ts), not Fastify's.
+    return503OnClosing: false,
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
     // A request too malformed to parse never reaches the app: answer it in the consent shape,
     // uncached, as every other answer.
@@ -128,6 +131,8 @@ export async function buildConsentApp(
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
   })
+  // Before the rate limits' onRequest hook: a request refused at shutdown does no work.
+  addShutdownGate(app, deps.health)
   addResponseHeaders(app)
   addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')

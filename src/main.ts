@@ -6,6 +6,7 @@ import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } fro
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { closeOnSignals } from './http/shutdown.js'
 import { isUuid } from './lib/ids.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
@@ -161,14 +162,13 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     port: config.consentPort,
     listenTextResolver: (address) => `Consent API listening at ${address}`,
   })
-  const stop = async () => {
-    await app?.close()
-    await consentApp?.close()
-    await store.close()
-    process.exit(0)
-  }
-  process.once('SIGINT', () => void stop())
-  process.once('SIGTERM', () => void stop())
+  closeOnSignals({
+    apps: [app, consentApp].filter((a) => a !== undefined),
+    health: deps.health,
+    closeStore: () => store.close(),
+    graceMs: config.operations.shutdownGraceMs,
+    log: first.log,
+  })
 }
 
 /**
