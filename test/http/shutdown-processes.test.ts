@@ -98,7 +98,8 @@ describe('coffer serve: graceful shutdown on SIGTERM (both listeners)', () => {
       COFFER_SHUTDOWN_GRACE_MS: '10000',
     })
     mainUrl = server.url
-    consentUrl = (await waitFor(server, /Consent API listening at (http:\/\/127\.0\.0\.1:\d+)/))[1]!
+    const line = await waitFor(server, /Consent API listening at (http:\/\/127\.0\.0\.1:\d+)/)
+    consentUrl = line[1] as string
     apiKey = bootstrapCredentials(dir).api_key
   }, 60_000)
 
