@@ -10,6 +10,7 @@ import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
@@ -33,6 +34,8 @@ export interface AppOptions {
   /** Which proxies' X-Forwarded-For to believe (config.ts TrustProxy); default none. */
   trustProxy?: TrustProxy
   bodyLimit?: number
+  /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
+  metrics?: AppMetrics
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -58,6 +61,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   registerErrorHandling(app)
   // First of the onRequest hooks: a request refused at shutdown does no work.
   addShutdownGate(app, deps.health)
+  if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'api')
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)
@@ -124,5 +128,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
   await healthRoutes(app, deps.health)
+  if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app
 }

@@ -12,6 +12,7 @@ import type { Deps } from './deps.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
 import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { AppError } from './lib/errors.js'
@@ -38,6 +39,8 @@ export interface ConsentAppOptions {
   pruneIntervalMs?: number
   /** Which proxies' X-Forwarded-For to believe, as on the main API (config.ts TrustProxy). */
   trustProxy?: TrustProxy
+  /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
+  metrics?: AppMetrics
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -133,6 +136,7 @@ export async function buildConsentApp(
   })
   // Before the rate limits' onRequest hook: a request refused at shutdown does no work.
   addShutdownGate(app, deps.health)
+  if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'consent')
   addResponseHeaders(app)
   addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
@@ -142,6 +146,7 @@ export async function buildConsentApp(
   await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
   await consentRoutes(app, deps.consent)
   await healthRoutes(app, deps.health)
+  if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   // The listener that creates records removes those nobody chose for (consent.service.ts).
   const pruning = schedulePruning(
     deps.consent,

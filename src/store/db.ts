@@ -15,6 +15,8 @@ export interface Store {
   db: Kysely<Database>
   dialect: DialectName
   close(): Promise<void>
+  /** PostgreSQL: the pool's open, idle and waiting counts (metrics); SQLite has no pool. */
+  poolStats?: () => { total: number; idle: number; waiting: number }
 }
 
 export interface StoreOptions {
@@ -61,5 +63,10 @@ function openPostgres(options: StoreOptions): Store {
     ...(options.pgSchema ? { options: `-c search_path=${options.pgSchema}` } : {}),
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-  return { db, dialect: 'postgres', close: () => db.destroy() }
+  return {
+    db,
+    dialect: 'postgres',
+    close: () => db.destroy(),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+  }
 }

@@ -62,6 +62,8 @@ export interface TestAppOptions {
   loginRefusalDelayMs?: number
   /** Which proxies' X-Forwarded-For to believe (default none). */
   trustProxy?: AppOptions['trustProxy']
+  /** Request metrics and `/metrics` (its meter goes to the services too); default none. */
+  metrics?: AppOptions['metrics']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -85,10 +87,12 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
+    ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
   })
   const app = await buildApp(deps, {
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   })
   await app.ready()
   const api = new Api(app)
