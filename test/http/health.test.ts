@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -191,6 +192,39 @@ describe('GET /healthz and /readyz on both listeners', () => {
       }
     } finally {
       blobs.close()
+      await pair.close()
+      await store.close()
+    }
+  })
+
+  it('/readyz answers within its bound (COFFER_READY_TIMEOUT_MS) when the BLOB store hangs', async () => {
+    // An "S3" that accepts connections and never answers.
+    const held: Socket[] = []
+    const hung = createServer((socket) => void held.push(socket))
+    await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r))
+    const blobs = new S3BlobStore({
+      endpoint: `http://127.0.0.1:${(hung.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      bucket: 'hung',
+      accessKeyId: 'x',
+      secretAccessKey: 'x',
+      forcePathStyle: true,
+    })
+    const store = await openTestStore()
+    const pair = await buildPair(store, blobs)
+    try {
+      const started = performance.now()
+      const res = await pair.main.inject({ method: 'GET', url: '/readyz' })
+      const ms = performance.now() - started
+      expect(res.statusCode).toBe(503)
+      expect(res.json().error.message).toBe('Not ready: blob_store')
+      // The bound here is 1000 ms (buildPair): answered once it passes, not before.
+      expect(ms).toBeGreaterThanOrEqual(990)
+      expect(ms).toBeLessThan(2500)
+    } finally {
+      blobs.close()
+      for (const s of held) s.destroy()
+      hung.close()
       await pair.close()
       await store.close()
     }

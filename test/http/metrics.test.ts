@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/lib/clock.js'
 import { Metrics } from '../../src/metrics/prometheus.js'
 import { buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
 import { multipart } from '../helpers/blob-harness.js'
+import { codeAtOffset, enrolledUser, login, mfaPath } from '../helpers/mfa.js'
 import { insertDocument, insertSchema, optionForm } from '../helpers/search-fixtures.js'
 
 const TOKEN = 'metrics-token-0123456789abcdef-0123456789'
@@ -196,6 +198,38 @@ describe('GET /metrics guard', () => {
     try {
       expect((await t.api.get('/metrics')).statusCode).toBe(404)
       expect(await metrics.text()).toMatch(/route="unmatched",status="404"/)
+    } finally {
+      await t.close()
+    }
+  })
+})
+
+describe('MFA failures in metrics', () => {
+  it('count a wrong code at login and at unenroll, never naming the user', async () => {
+    const clock = new ManualClock('2026-03-01T00:00:10.000Z')
+    const metrics = new Metrics()
+    const t = await buildTestApp({ clock, metrics: { metrics, serve: false } })
+    try {
+      const user = await enrolledUser(t, clock, 'a long password 2')
+      const wrong = codeAtOffset(user.secret, clock, 10)
+      const res = await login(t, {
+        account_id: t.admin.account_id,
+        username: user.username,
+        password: 'a long password 2',
+        mfa_code: wrong,
+      })
+      expect(res.statusCode).toBe(401)
+      const off = await t.api.post(mfaPath(user.id, 'unenroll'), {
+        auth: t.admin.api_key,
+        json: { mfa_code: wrong, password: 'a long password 2' },
+      })
+      expect(off.statusCode).toBeGreaterThanOrEqual(400)
+      expect(off.statusCode).toBeLessThan(500)
+      const samples = parseSamples(await metrics.text())
+      expect(samples.get('coffer_mfa_failures_total{operation="login"}')).toBe(1)
+      expect(samples.get('coffer_mfa_failures_total{operation="unenroll"}')).toBe(1)
+      expect(samples.get('coffer_login_failures_total{reason="credentials"}')).toBe(1)
+      expect(await metrics.text()).not.toContain(user.username)
     } finally {
       await t.close()
     }
