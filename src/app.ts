@@ -11,17 +11,20 @@ import { API_CORS, addCors } from './http/cors.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
 import {
   addRequestDeadline,
   DEFAULT_REQUEST_DEADLINES,
   type RequestDeadlines,
 } from './http/request-deadline.js'
 import { ErrorEnvelope } from './http/schemas.js'
+import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
+import { healthRoutes } from './modules/health/health.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
 import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
@@ -41,6 +44,8 @@ export interface AppOptions {
   cors?: { origins: readonly string[]; maxAgeSeconds: number }
   /** Deadlines of each request's database work (default 30 s; 10 min for BLOB uploads). */
   deadlines?: RequestDeadlines
+  /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
+  metrics?: AppMetrics
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -57,13 +62,18 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.
     routerOptions: { maxParamLength: 8192 },
     frameworkErrors: frameworkErrorHandler,
+    // Requests that reach a closing app get our envelope 503 (http/shutdown.ts), not Fastify's.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
   })
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
+  // First of the onRequest hooks: a request refused at shutdown does no work.
+  addShutdownGate(app, deps.health)
   // First: every later hook (authentication, the access rule) runs under the deadline.
   addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
+  if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'api')
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.
   addInputGuard(app)
@@ -136,5 +146,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Reset emails are sent after their request is answered: let them finish before closing.
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
+  await healthRoutes(app, deps.health)
+  if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app
 }

@@ -67,6 +67,8 @@ export interface Config {
   cors: CorsConfig
   /** PostgreSQL pool and timeouts, SQLite's lock wait, request deadlines (issue 12). */
   database: DatabaseLimitsConfig
+  /** Health probes, metrics and shutdown (issue 12): see OperationsConfig. */
+  operations: OperationsConfig
 }
 
 /** CORS (issue 11): which web pages may read the answers of each listener. */
@@ -95,6 +97,56 @@ export interface DatabaseLimitsConfig {
   requestTimeoutMs: number
   /** The same for requests that upload a BLOB (the body may take long on a slow link). */
   blobUploadTimeoutMs: number
+}
+
+// --- Operations: health, metrics, graceful shutdown (issue 12) ---
+
+export interface OperationsConfig {
+  /** Bound on each readiness check of `GET /readyz` (database, migrations, BLOB store), in ms. */
+  readyTimeoutMs: number
+  /** After SIGTERM/SIGINT, how long in-flight requests may take before the process gives up, in ms. */
+  shutdownGraceMs: number
+  metrics: MetricsConfig
+}
+
+/**
+ * `GET /metrics` is off unless a port or a token is given. With a port it is served there (on
+ * `host`, loopback by default), and only there; with a token (at least 32 characters) every
+ * `/metrics` asks `Authorization: Bearer <token>`, and without a port it is served on the API
+ * listeners too.
+ */
+export interface MetricsConfig {
+  port: number | undefined
+  host: string
+  token: string | undefined
+}
+
+/** A metrics token shorter than this could be guessed; longer than the max is a mistake. */
+export const METRICS_TOKEN_MIN_LENGTH = 32
+export const METRICS_TOKEN_MAX_LENGTH = 1024
+
+function operations(env: NodeJS.ProcessEnv, problems: string[]): OperationsConfig {
+  const token = env.COFFER_METRICS_TOKEN || undefined
+  if (
+    token !== undefined &&
+    (token.length < METRICS_TOKEN_MIN_LENGTH ||
+      token.length > METRICS_TOKEN_MAX_LENGTH ||
+      !/^[\x21-\x7e]+$/.test(token))
+  ) {
+    problems.push(
+      `COFFER_METRICS_TOKEN must be ${METRICS_TOKEN_MIN_LENGTH} to ${METRICS_TOKEN_MAX_LENGTH} printable ASCII characters without spaces`,
+    )
+  }
+  const rawPort = env.COFFER_METRICS_PORT
+  return {
+    readyTimeoutMs: intSetting(env, 'COFFER_READY_TIMEOUT_MS', 2000, 100, 60_000, problems),
+    shutdownGraceMs: intSetting(env, 'COFFER_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000, problems),
+    metrics: {
+      port: rawPort ? port('COFFER_METRICS_PORT', rawPort, 0, problems) : undefined,
+      host: env.COFFER_METRICS_HOST || '127.0.0.1',
+      token,
+    },
+  }
 }
 
 export interface ConsentRateLimitConfig {
@@ -539,6 +591,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     startupNotes: Object.freeze(notes),
     cors: corsSettings(env, problems),
     database: databaseLimits(env, searchTimeoutMs, problems),
+    operations: operations(env, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)

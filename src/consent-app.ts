@@ -13,11 +13,13 @@ import { addRequestLog, addResponseHeaders, JSON_TYPE, sendJson } from './http/c
 import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
+import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
 import {
   addRequestDeadline,
   DEFAULT_REQUEST_DEADLINES,
   type RequestDeadlines,
 } from './http/request-deadline.js'
+import { addShutdownGate } from './http/shutdown.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { AppError } from './lib/errors.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
@@ -28,6 +30,7 @@ import {
   type ConsentRateLimits,
   DEFAULT_CONSENT_RATE_LIMITS,
 } from './modules/consent/consent-rate-limit.js'
+import { healthRoutes } from './modules/health/health.routes.js'
 import { isDatabaseUnavailable } from './store/db-errors.js'
 
 export interface ConsentAppOptions {
@@ -47,6 +50,8 @@ export interface ConsentAppOptions {
   cors?: { origins: readonly string[]; maxAgeSeconds: number }
   /** Deadline of each request's database work (COFFER_REQUEST_TIMEOUT_MS). */
   deadlines?: RequestDeadlines
+  /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
+  metrics?: AppMetrics
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
@@ -68,6 +73,12 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
   if (error instanceof ConsentError) {
     if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
     return sendConsentError(reply, error.statusCode, error.message)
+  }
+  // A readiness or shutdown refusal (modules/health, http/shutdown.ts): its message is safe.
+  if (error instanceof AppError && error.statusCode === 503) {
+    if (error.retryAfterSeconds !== undefined)
+      reply.header('retry-after', String(error.retryAfterSeconds))
+    return sendConsentError(reply, 503, error.message)
   }
   const status = (error as FastifyError).statusCode ?? 500
   // Never echo the URL back (its query may hold an email).
@@ -101,6 +112,8 @@ export async function buildConsentApp(
     trustProxy: fastifyTrustProxy(options.trustProxy),
     // A GET creates a record: HEAD must not do so silently.
     exposeHeadRoutes: false,
+    // Requests that reach a closing app get our 503 body (http/shutdown.ts), not Fastify's.
+    return503OnClosing: false,
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
     // A request too malformed to parse never reaches the app: answer it in the consent shape,
     // uncached, as every other answer.
@@ -148,6 +161,9 @@ export async function buildConsentApp(
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
   })
+  // Before the rate limits' onRequest hook: a request refused at shutdown does no work.
+  addShutdownGate(app, deps.health)
+  if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'consent')
   // First: the rate limits' and routes' hooks run under the deadline.
   addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
   addInputGuard(app)
@@ -155,6 +171,8 @@ export async function buildConsentApp(
 
   await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
   await consentRoutes(app, deps.consent)
+  await healthRoutes(app, deps.health)
+  if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   // The listener that creates records removes those nobody chose for (consent.service.ts).
   const pruning = schedulePruning(
     deps.consent,

@@ -11,6 +11,7 @@ import {
 } from './crypto/passwords.js'
 import { randomSecret } from './crypto/secrets.js'
 import { type Clock, systemClock } from './lib/clock.js'
+import { type Meter, noopMeter } from './metrics/meter.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
 import { CredentialsService } from './modules/auth/credentials.service.js'
@@ -22,6 +23,7 @@ import { ConsentKeys } from './modules/consent/consent-keys.js'
 import { ConsentTokens } from './modules/consent/token.js'
 import { DocumentsService } from './modules/documents/documents.service.js'
 import { GroupsService } from './modules/groups/groups.service.js'
+import { HealthService } from './modules/health/health.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
 import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
@@ -61,6 +63,7 @@ export interface Deps {
   passwordResets: PasswordResetFlowsService
   mfa: MfaService
   consent: ConsentService
+  health: HealthService
 }
 
 export interface DepsOptions {
@@ -94,6 +97,10 @@ export interface DepsOptions {
    * service gets a throwaway secret and is never served.
    */
   consent?: ConsentOptions & { secret: string }
+  /** Where services count and time what metrics show (default: nowhere; metrics/meter.ts). */
+  meter?: Meter
+  /** Bound on each readiness check of `GET /readyz` (default 2 s; COFFER_READY_TIMEOUT_MS). */
+  readyTimeoutMs?: number
 }
 
 /** The blob store the configuration names. */
@@ -163,12 +170,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     baseUrl: providers.twilioBaseUrl,
     timeoutMs: providers.timeoutMs,
   })
-  const sats = new SatsService(db, clock)
+  const meter = options.meter ?? noopMeter
+  const sats = new SatsService(db, clock, meter)
   const passwordResets = new PasswordResetFlowsService(db, clock, keyring, sats, users, sendgrid, {
     tokenTtlMs: (options.passwordResetTtlMinutes ?? 30) * 60_000,
     ...(options.onResetEmailError ? { onSendError: options.onResetEmailError } : {}),
   })
-  const mfa = new MfaService(db, clock, keyring, hasher, users)
+  const mfa = new MfaService(db, clock, keyring, hasher, users, meter)
   users.onDeactivate((trx, accountId, userId) => mfa.forget(trx, accountId, userId))
   const consentOptions = options.consent ?? {
     secret: randomSecret(),
@@ -196,6 +204,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       throttle,
       mfa,
       options.loginRefusalDelayMs,
+      meter,
     ),
     accounts: new AccountsService(db, clock, users, groups, userSchemas),
     vaults,
@@ -203,7 +212,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
-    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs),
+    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs, meter),
     blobService: new BlobsService(
       db,
       clock,
@@ -212,6 +221,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       vaults,
       users,
       options.onCleanupError,
+      meter,
     ),
     sendgrid,
     twilio,
@@ -224,5 +234,6 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       new ConsentTokens(consentKeys.tokenKey),
       consentOptions,
     ),
+    health: new HealthService(db, options.blobStore, options.readyTimeoutMs),
   }
 }

@@ -1,12 +1,17 @@
 #!/usr/bin/env node
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } from './config.js'
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { buildMetricsApp } from './http/metrics.js'
+import { closeOnSignals } from './http/shutdown.js'
 import { isUuid } from './lib/ids.js'
+import type { Meter } from './metrics/meter.js'
+import { Metrics } from './metrics/prometheus.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
@@ -68,6 +73,7 @@ async function start(
   config: Config,
   log: (msg: object, text: string) => void,
   withConsent = false,
+  meter?: Meter,
 ) {
   const store = await open(config)
   const { key, generated } = await loadMasterKey(config, store)
@@ -78,6 +84,7 @@ async function start(
     ...(consent ? { consent } : {}),
     masterKey: key,
     blobStore: blobStoreFor(config),
+    ...(meter ? { meter } : {}),
     providers: config.providers,
     hashingLimits: config.argon2,
     loginLimits: {
@@ -91,6 +98,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    readyTimeoutMs: config.operations.readyTimeoutMs,
     onResetEmailError: (error, { flowId }) =>
       log(
         { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },
@@ -152,7 +160,19 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
   let log = (obj: object, msg: string) => {
     pending.push([obj, msg])
   }
-  const { store, deps } = await start(config, (obj, msg) => log(obj, msg), mode !== 'api')
+  const metricsConfig = config.operations.metrics
+  const metrics = metricsFor(config)
+  const { store, deps } = await start(
+    config,
+    (obj, msg) => log(obj, msg),
+    mode !== 'api',
+    metrics?.meter,
+  )
+  if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
+  // Without a port of its own, `/metrics` is served on the API listeners (behind the token).
+  const appMetrics = metrics
+    ? { metrics, serve: metricsConfig.port === undefined, token: metricsConfig.token }
+    : undefined
   const app =
     mode === 'consent'
       ? undefined
@@ -165,6 +185,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
             requestTimeoutMs: config.database.requestTimeoutMs,
             blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
           },
+          ...(appMetrics ? { metrics: appMetrics } : {}),
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
@@ -180,6 +201,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
             requestTimeoutMs: config.database.requestTimeoutMs,
             blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
           },
+          ...(appMetrics ? { metrics: appMetrics } : {}),
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)
@@ -195,14 +217,30 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     port: config.consentPort,
     listenTextResolver: (address) => `Consent API listening at ${address}`,
   })
-  const stop = async () => {
-    await app?.close()
-    await consentApp?.close()
-    await store.close()
-    process.exit(0)
-  }
-  process.once('SIGINT', () => void stop())
-  process.once('SIGTERM', () => void stop())
+  const metricsApp =
+    metrics && metricsConfig.port !== undefined
+      ? await buildMetricsApp(metrics, metricsConfig.token)
+      : undefined
+  await metricsApp?.listen({ host: metricsConfig.host, port: metricsConfig.port })
+  if (metricsApp) log({}, `Metrics listening at ${listenAddress(metricsApp)}`)
+  closeOnSignals({
+    apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
+    health: deps.health,
+    closeStore: () => store.close(),
+    graceMs: config.operations.shutdownGraceMs,
+    log: first.log,
+  })
+}
+
+/** Metrics are collected only when served: on their own port, or behind a token. */
+function metricsFor(config: Config): Metrics | undefined {
+  const m = config.operations.metrics
+  return m.port !== undefined || m.token !== undefined ? new Metrics() : undefined
+}
+
+function listenAddress(app: FastifyInstance): string {
+  const address = app.server.address()
+  return typeof address === 'object' && address ? `http://${address.address}:${address.port}` : ''
 }
 
 /**

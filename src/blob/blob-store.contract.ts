@@ -125,6 +125,10 @@ export function runBlobStoreContract(
       expect(await digestOf(await store().get(key))).toEqual(expectedDigest(size, seed))
     })
 
+    it('check resolves while the store is reachable (readiness probe)', async () => {
+      await expect(store().check()).resolves.toBeUndefined()
+    })
+
     it('exists is true for a stored object and false for an unknown key', async () => {
       const key = freshKey()
       await store().put(key, generatedStream(10, 1))

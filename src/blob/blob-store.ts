@@ -21,6 +21,11 @@ export interface BlobStore {
   delete(key: string): Promise<void>
   /** True when the object exists. */
   exists(key: string): Promise<boolean>
+  /**
+   * Resolves when the store can be reached (readiness probe, `GET /readyz`); rejects otherwise.
+   * Cheap: one metadata call, no object is read or written.
+   */
+  check(): Promise<void>
 }
 
 export class BlobNotFoundError extends Error {

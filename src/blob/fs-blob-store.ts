@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
-import { mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises'
+import { access, constants, mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -56,6 +56,15 @@ export class FsBlobStore implements BlobStore {
 
   constructor(root: string) {
     this.root = path.resolve(root)
+  }
+
+  /**
+   * The root exists (it is made on first use, as `put` would) and this process may read and
+   * write it: a missing mount or a read-only folder fails the readiness probe.
+   */
+  async check(): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: DIR_MODE })
+    await access(this.root, constants.R_OK | constants.W_OK | constants.X_OK)
   }
 
   /** The absolute file path for `key`, refusing anything that would land outside the root. */

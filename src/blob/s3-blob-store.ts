@@ -5,6 +5,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   PutObjectCommand,
   S3Client,
@@ -250,6 +251,15 @@ export class S3BlobStore implements BlobStore {
       if (isNotFound(err)) return false
       throw err
     }
+  }
+
+  /**
+   * One HEAD of the bucket: the endpoint answers, the credentials are accepted and the bucket
+   * exists (needs `s3:ListBucket` on it, which the adapter's listing-free design otherwise
+   * does not use).
+   */
+  async check(): Promise<void> {
+    await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }))
   }
 
   /** Closes the client's idle keep-alive sockets (for shutdown and tests). */

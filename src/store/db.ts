@@ -17,6 +17,8 @@ export interface Store {
   db: Kysely<Database>
   dialect: DialectName
   close(): Promise<void>
+  /** PostgreSQL: the pool's open, idle and waiting counts (metrics); SQLite has no pool. */
+  poolStats?: () => { total: number; idle: number; waiting: number }
 }
 
 export interface StoreOptions {
@@ -143,5 +145,10 @@ function openPostgres(options: StoreOptions): Store {
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) }),
   })
-  return { db, dialect: 'postgres', close: () => db.destroy() }
+  return {
+    db,
+    dialect: 'postgres',
+    close: () => db.destroy(),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+  }
 }

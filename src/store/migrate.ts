@@ -58,3 +58,9 @@ export async function migrateDownAll(db: Kysely<Database>): Promise<void> {
     if (!result.results?.length) return
   }
 }
+
+/** Names of the known migrations not yet applied to this database (readiness probe). */
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const known = await (await migrator(db)).getMigrations()
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name)
+}

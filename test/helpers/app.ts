@@ -68,6 +68,8 @@ export interface TestAppOptions {
   sqliteBusyTimeoutMs?: number
   /** Deadlines of each request's database work (default the production ones). */
   deadlines?: AppOptions['deadlines']
+  /** Request metrics and `/metrics` (its meter goes to the services too); default none. */
+  metrics?: AppOptions['metrics']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -96,12 +98,14 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
+    ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
   })
   const app = await buildApp(deps, {
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
     ...(options.cors ? { cors: options.cors } : {}),
     ...(options.deadlines ? { deadlines: options.deadlines } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   })
   await app.ready()
   const api = new Api(app)

@@ -35,6 +35,9 @@ export class CountingStore implements BlobStore {
   exists(key: string) {
     return this.inner.exists(key)
   }
+  check() {
+    return this.inner.check()
+  }
 }
 
 export interface BlobStoreHarness {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { AppError, errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
+import { type Meter, noopMeter } from '../../metrics/meter.js'
 import type { Executor } from '../../store/executor.js'
 import { mfaErrors } from '../mfa/mfa.errors.js'
 import type { LoginCodeCheck } from '../mfa/mfa.service.js'
@@ -51,15 +52,27 @@ export class LoginService {
      * needs; held (a timer, no work), it cannot. Default 1 s (config.ts).
      */
     private readonly refusalDelayMs = 1000,
+    private readonly meter: Meter = noopMeter,
   ) {}
 
   async login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {
     try {
       return await this.#login(input)
     } catch (error) {
+      this.#count(error)
       if (this.refusalDelayMs > 0 && isRefusal(error)) await sleep(this.refusalDelayMs)
       throw error
     }
+  }
+
+  /** Metrics: refusals by fixed reason (never who or from where). */
+  #count(error: unknown): void {
+    if (!(error instanceof AppError)) return
+    if (error.code === 'LOGIN_FAILED') this.meter.count('login_failures', { reason: 'credentials' })
+    else if (error.code === 'MFA_CODE_REQUIRED')
+      this.meter.count('login_failures', { reason: 'mfa_required' })
+    else if (error.statusCode === 429) this.meter.count('login_throttled', { reason: 'limit' })
+    else if (error.statusCode === 503) this.meter.count('login_throttled', { reason: 'busy' })
   }
 
   async #login(input: LoginInput): Promise<{ user: UserRow; accessToken: string }> {

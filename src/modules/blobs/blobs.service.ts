@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { pipeline, type Readable } from 'node:stream'
+import { pipeline, type Readable, Transform } from 'node:stream'
 import { type BlobStore, blobKey } from '../../blob/blob-store.js'
 import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
 import { KEY_BYTES } from '../../crypto/aead.js'
@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
+import { type Meter, noopMeter } from '../../metrics/meter.js'
 import { changeOwner, createItem, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import { assertItemAllows } from '../auth/item-access.js'
@@ -75,6 +76,7 @@ export class BlobsService {
     private readonly vaults: VaultsService,
     private readonly users: UsersService,
     private readonly onCleanupError: (error: unknown, objectKey: string) => void = () => {},
+    private readonly meter: Meter = noopMeter,
   ) {}
 
   async requireVault(actor: Actor, vaultId: string): Promise<void> {
@@ -117,6 +119,7 @@ export class BlobsService {
     const encrypted = file.pipe(limiter).pipe(encryptStream(streamKey))
     limiter.on('error', (e) => encrypted.destroy(e))
     await this.store.put(objectKey, encrypted)
+    this.meter.count('blob_bytes', { direction: 'in' }, limiter.bytes())
     return { objectId, objectKey, streamKey, size: limiter.bytes() }
   }
 
@@ -219,11 +222,18 @@ export class BlobsService {
     )
     const source = await this.store.get(row.object_key)
     const plain = decryptStream(key)
+    // Counts the bytes actually served, also of a download the client abandons half-way.
+    const served = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        this.meter.count('blob_bytes', { direction: 'out' }, chunk.length)
+        done(null, chunk)
+      },
+    })
     // pipeline, not pipe: when decryption fails or the client goes away, the object's file
     // handle (or S3 response) is released at once, not left open until garbage collection.
-    pipeline(source, plain, () => {})
-    await firstReadable(plain)
-    return { row, stream: plain }
+    pipeline(source, plain, served, () => {})
+    await firstReadable(served)
+    return { row, stream: served }
   }
 
   async list(actor: Actor, vaultId: string, page: number, perPage: number) {

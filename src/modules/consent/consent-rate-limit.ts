@@ -70,6 +70,8 @@ export async function addConsentRateLimits(
   })
   const check =
     (limiter: typeof perAddress) => async (request: FastifyRequest, reply: FastifyReply) => {
+      // A balancer's probes (modules/health) are cheap and must never be refused as a flood.
+      if (request.routeOptions.config.probe) return
       const state = await limiter(request)
       if (!state.isAllowed && state.isExceeded) {
         reply.header('retry-after', String(Math.max(1, state.ttlInSeconds)))

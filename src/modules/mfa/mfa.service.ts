@@ -5,6 +5,7 @@ import type { PasswordHasher } from '../../crypto/passwords.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
+import { type Meter, noopMeter } from '../../metrics/meter.js'
 import type { Executor } from '../../store/executor.js'
 import type { UserRow } from '../users/users.repo.js'
 import type { UsersService } from '../users/users.service.js'
@@ -49,6 +50,7 @@ export class MfaService {
     private readonly keyring: Keyring,
     private readonly hasher: PasswordHasher,
     private readonly users: UsersService,
+    private readonly meter: Meter = noopMeter,
   ) {}
 
   /** A new pending secret (replacing any earlier one); refused once enrolled. */
@@ -124,7 +126,10 @@ export class MfaService {
     let done = false
     if (passwordOk) done = await this.#removeWithCode(accountId, userId, sealed, steps)
     else await this.#consume(accountId, userId, sealed, steps)
-    if (!done) throw mfaErrors.unenrollFailed('The MFA code or the password is not valid')
+    if (!done) {
+      this.meter.count('mfa_failures', { operation: 'unenroll' })
+      throw mfaErrors.unenrollFailed('The MFA code or the password is not valid')
+    }
   }
 
   /**
@@ -132,6 +137,17 @@ export class MfaService {
    * used up whether or not the password was right (spec, Authentication 4).
    */
   async checkLoginCode(
+    accountId: string,
+    userId: string,
+    code: string | undefined,
+    passwordValid: boolean,
+  ): Promise<LoginCodeCheck> {
+    const check = await this.#checkLoginCode(accountId, userId, code, passwordValid)
+    if (check === 'invalid') this.meter.count('mfa_failures', { operation: 'login' })
+    return check
+  }
+
+  async #checkLoginCode(
     accountId: string,
     userId: string,
     code: string | undefined,

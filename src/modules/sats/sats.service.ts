@@ -3,6 +3,7 @@ import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { isUuid, newId } from '../../lib/ids.js'
 import { parseFutureTime } from '../../lib/input.js'
+import { type Meter, noopMeter } from '../../metrics/meter.js'
 import { CompiledPolicy, type PolicyStatement, resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { Principal, SatPrincipal, ScopedTokenResolver } from '../auth/principal.js'
@@ -70,6 +71,7 @@ export class SatsService implements ScopedTokenResolver {
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
+    private readonly meter: Meter = noopMeter,
   ) {}
 
   async create(principal: Principal, input: SatInput): Promise<CreatedSat> {
@@ -304,13 +306,15 @@ export class SatsService implements ScopedTokenResolver {
   }
 
   /** Takes one use; false when a concurrent request took the last one or it just expired. */
-  consume(principal: SatPrincipal): Promise<boolean> {
-    return repo.consumeUse(
+  async consume(principal: SatPrincipal): Promise<boolean> {
+    const taken = await repo.consumeUse(
       this.db,
       principal.accountId,
       principal.satId,
       this.clock.now().toISOString(),
     )
+    if (taken) this.meter.count('sat_uses', {})
+    return taken
   }
 }
 

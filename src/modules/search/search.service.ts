@@ -1,5 +1,6 @@
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { encodeBase64Json } from '../../lib/input.js'
+import { type Meter, noopMeter, secondsSince } from '../../metrics/meter.js'
 import { type QueryBound, QueryStopped } from '../../store/bounded-query.js'
 import type { Executor } from '../../store/executor.js'
 import type { Actor } from '../auth/principal.js'
@@ -94,13 +95,19 @@ export class SearchService {
     private readonly documents: DocumentsService,
     private readonly users: UsersService,
     private readonly timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS,
+    private readonly meter: Meter = noopMeter,
   ) {}
 
   /** Runs one bounded search query, its stops answered as AppErrors. */
   async #bounded<T>(signal: AbortSignal | undefined, search: (bound: QueryBound) => Promise<T>) {
+    const started = performance.now()
     try {
-      return await search({ timeoutMs: this.timeoutMs, ...(signal ? { signal } : {}) })
+      const result = await search({ timeoutMs: this.timeoutMs, ...(signal ? { signal } : {}) })
+      this.meter.observe('search_duration_seconds', { outcome: 'ok' }, secondsSince(started))
+      return result
     } catch (e) {
+      const outcome = e instanceof QueryStopped ? 'stopped' : 'error'
+      this.meter.observe('search_duration_seconds', { outcome }, secondsSince(started))
       throw e instanceof QueryStopped ? stopped(e, this.timeoutMs) : e
     }
   }

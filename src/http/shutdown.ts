@@ -1,0 +1,80 @@
+import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
+import { AppError, ErrorType } from '../lib/errors.js'
+import type { HealthService } from '../modules/health/health.service.js'
+
+/** A client refused during shutdown may retry at once: another node (or this one restarted) answers. */
+const SHUTDOWN_RETRY_SECONDS = 1
+
+/** Time allowed to close the database pool once the listeners are closed or cut. */
+const POOL_CLOSE_MARGIN_MS = 5000
+
+export function shuttingDown(): AppError {
+  return new AppError(
+    503,
+    ErrorType.unavailable,
+    'SHUTTING_DOWN',
+    'The server is shutting down; retry the request',
+    { retryAfterSeconds: SHUTDOWN_RETRY_SECONDS },
+  )
+}
+
+/**
+ * Once shutdown begins, a request that still reaches the app (pipelined, or sent on a
+ * keep-alive connection that was busy when the listener closed) is refused through the app's
+ * error handler, so in its own error body, with `Connection: close`. Probes still answer
+ * (`/readyz` names `shutting_down`). Register it before any hook that does work.
+ */
+export function addShutdownGate(app: FastifyInstance, health: HealthService): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!health.draining || request.routeOptions.config.probe) {
+      done()
+      return
+    }
+    reply.header('connection', 'close')
+    done(shuttingDown())
+  })
+}
+
+export interface ShutdownOptions {
+  apps: FastifyInstance[]
+  health: HealthService
+  /** Closes the database pool (Store.close), after every listener is closed. */
+  closeStore: () => Promise<void>
+  /** How long in-flight requests may run after the signal (COFFER_SHUTDOWN_GRACE_MS). */
+  graceMs: number
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
+}
+
+/**
+ * `coffer serve` on SIGTERM/SIGINT (close-with-grace): `/readyz` turns 503 at once, the
+ * listeners stop accepting connections and in-flight requests finish; whatever still runs after
+ * `graceMs` has its connection cut. Then the pool closes and the process exits 0. A second
+ * signal, or a close that hangs past the grace plus a margin, exits 1 at once.
+ */
+export function closeOnSignals(options: ShutdownOptions): void {
+  const { apps, health, graceMs, log } = options
+  closeWithGrace(
+    {
+      delay: graceMs + POOL_CLOSE_MARGIN_MS,
+      logger: { error: (message: unknown) => log.warn({}, String(message)) },
+    },
+    async ({ signal, err }) => {
+      health.startDraining()
+      if (err) log.warn({ err }, 'shutting down after an unhandled error')
+      else log.info({ signal, grace_ms: graceMs }, 'shutting down')
+      const closed = Promise.all(apps.map((app) => app.close()))
+      let timer: NodeJS.Timeout | undefined
+      const graceOver = new Promise<'cut'>((resolve) => {
+        timer = setTimeout(() => resolve('cut'), graceMs)
+      })
+      if ((await Promise.race([closed, graceOver])) === 'cut') {
+        log.warn({ grace_ms: graceMs }, 'requests still running after the grace period: cut')
+        for (const app of apps) app.server.closeAllConnections()
+        await closed
+      }
+      clearTimeout(timer)
+      await options.closeStore()
+    },
+  )
+}
