@@ -62,23 +62,22 @@ function sendConsentError(reply: FastifyReply, status: number, message: string) 
 }
 
 function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  // A lost database connection or a request past its deadline: retryable, never a 500. Logged
-  // by message only (pg hangs its client, connection parameters included, on some errors).
-  const retryable = error instanceof AppError && error.statusCode === 503
-  if (retryable || isDatabaseUnavailable(error)) {
+  // Our own 503s (a request past its deadline, a lost database, not ready, shutting down):
+  // retryable, and their messages are ours, so safe to show.
+  if (error instanceof AppError && error.statusCode === 503) {
+    reply.header('retry-after', String(error.retryAfterSeconds ?? 1))
+    return sendConsentError(reply, 503, error.message)
+  }
+  // A lost database connection met outside our mapping: retryable, never a 500. Logged by
+  // message only (pg hangs its client, connection parameters included, on some errors).
+  if (isDatabaseUnavailable(error)) {
     request.log.warn({ error: error.message }, 'consent request failed: database unavailable')
-    reply.header('retry-after', String((retryable && error.retryAfterSeconds) || 1))
+    reply.header('retry-after', '1')
     return sendConsentError(reply, 503, 'Service temporarily unavailable; try again shortly')
   }
   if (error instanceof ConsentError) {
     if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
     return sendConsentError(reply, error.statusCode, error.message)
-  }
-  // A readiness or shutdown refusal (modules/health, http/shutdown.ts): its message is safe.
-  if (error instanceof AppError && error.statusCode === 503) {
-    if (error.retryAfterSeconds !== undefined)
-      reply.header('retry-after', String(error.retryAfterSeconds))
-    return sendConsentError(reply, 503, error.message)
   }
   const status = (error as FastifyError).statusCode ?? 500
   // Never echo the URL back (its query may hold an email).
