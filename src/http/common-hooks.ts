@@ -26,9 +26,10 @@ export function addResponseHeaders(app: FastifyInstance): void {
     done()
   })
   // Fastify appends `; charset=utf-8` to any JSON type while sending, so the type can only be
-  // set right after that, here.
+  // set right after that, here. Only for a body Fastify serialized (a string): a streamed BLOB
+  // keeps the type it was uploaded with, `application/json; charset=utf-8` included.
   app.addHook('onSend', (_request, reply, payload, done) => {
-    if (reply.getHeader('content-type') === FASTIFY_JSON_TYPE)
+    if (typeof payload === 'string' && reply.getHeader('content-type') === FASTIFY_JSON_TYPE)
       reply.header('content-type', JSON_TYPE)
     done(null, payload)
   })

@@ -83,6 +83,28 @@ describe('main API: JSON answers are exactly application/json', () => {
     expect(headerValues(created, 'content-type')).toEqual(['application/json'])
   })
 
+  it('a BLOB keeps the exact type it was uploaded with, JSON with a charset included', async () => {
+    const v = await t.api.post('/v1/vaults', {
+      auth: t.admin.api_key,
+      form: { name: `v-${randomUUID()}` },
+    })
+    const vault = v.json().vault.id
+    for (const type of ['application/json; charset=utf-8', 'application/json']) {
+      const up = await rawExchange(
+        port,
+        'POST',
+        `/v1/vaults/${vault}/blobs?filename=a.json`,
+        { ...auth, 'Content-Type': type },
+        '{"a":1}',
+      )
+      expect(up.status, up.body).toBe(200)
+      const id = JSON.parse(up.body).blob_id
+      const down = await rawExchange(port, 'GET', `/v1/vaults/${vault}/blobs/${id}`, auth)
+      expect(down.body).toBe('{"a":1}')
+      expect(headerValues(down, 'content-type')).toEqual([type])
+    }
+  })
+
   describe('the deprecated single-document read', () => {
     let vault: string
     let docId: string

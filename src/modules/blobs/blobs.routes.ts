@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { acceptRawUploads } from '../../http/body.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
-import { resource } from '../../policy/index.js'
+import { createItem, resource } from '../../policy/index.js'
 import { optionalId } from '../documents/document-input.js'
 import type { BlobRow } from './blobs.repo.js'
 import {
@@ -20,7 +20,7 @@ import {
 } from './blobs.schemas.js'
 import type { BlobsService, StoredContent } from './blobs.service.js'
 import { type ReceivedUpload, receiveUpload } from './multipart-upload.js'
-import { isRawUpload, queryFields, receiveRawUpload } from './raw-upload.js'
+import { checkRawUpload, isRawUpload, rawUploadOwner, receiveRawUpload } from './raw-upload.js'
 
 const tags = ['blobs']
 type Params = { vault_id: string; blob_id?: string }
@@ -191,19 +191,26 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
         params: VaultParams,
         response: WriteResponse,
       },
-      // The exact rule depends on `owner_id`, which may follow the file: the service checks it.
-      config: { blobUpload: true, access: { policy: anyItem('C') } },
+      preValidation: checkRawUpload,
+      // A raw upload names its owner in the query, before the body: the rule is the exact create
+      // rule, checked before a byte is stored or a SAT use taken. Multipart may send the owner
+      // after the file: the coarse rule here, the exact one in the service once it is known.
+      config: {
+        blobUpload: true,
+        access: {
+          policy: (req) => {
+            const ownerId = rawUploadOwner(req)
+            return ownerId === undefined
+              ? anyItem('C')(req)
+              : createItem(['Vault', vaultOf(req), 'Blob'], ownerId)
+          },
+        },
+      },
     },
     async (req) => {
       const vaultId = vaultOf(req)
       const accountId = req.actor.principal.accountId
       await service.requireVault(req.actor, vaultId)
-      // A raw upload names its owner in the query, before the body: the create rule is checked
-      // before a byte is stored (multipart may send the owner after the file: checked after).
-      if (isRawUpload(req)) {
-        const ownerId = optionalId(queryFields(req).owner_id, 'owner_id') ?? null
-        service.assertCanCreate(req.actor, vaultId, ownerId)
-      }
       const blobId = newId()
       const up = await receiveBlob(
         req,
@@ -235,6 +242,8 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       // New content needs U on the BLOB; a new owner alone needs only the ownership rules (D and
       // C, never U: spec, "Ownership change"). Which one is asked is known only from the body,
       // so the route lets either through and the service checks exactly (U before storing).
+      // A raw body's filename, type, size and owner are checked before the rule lets it through.
+      preValidation: checkRawUpload,
       config: {
         blobUpload: true,
         access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) },

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import { rawUploadBody } from '../../http/body.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
+import { optionalId } from '../documents/document-input.js'
 import {
   blobTooLarge,
   MAX_BLOB_BYTES,
@@ -19,27 +20,65 @@ export function isRawUpload(req: FastifyRequest): boolean {
   return rawUploadBody(req) !== undefined || req.headers['content-type'] === undefined
 }
 
+/** What a raw upload says before its body: read and checked by `checkRawUpload`. */
+interface RawUploadHead {
+  fields: Record<string, string>
+  filename?: string
+  mimeType?: string
+  /** The parsed `owner_id`: null for none, undefined when not given. */
+  ownerId: string | null | undefined
+}
+
+const heads = new WeakMap<FastifyRequest, RawUploadHead>()
+
+/**
+ * A `preValidation` hook of the upload routes: everything a raw upload names before its body
+ * (filename, type, declared size, owner) is checked here, before the access rule lets the
+ * request through, so an invalid one is a 400 (or 413) that takes no SAT use (decision 47) and
+ * the route's rule can name the exact owner (`rawUploadOwner`). Multipart requests pass as is.
+ */
+export async function checkRawUpload(req: FastifyRequest): Promise<void> {
+  if (!isRawUpload(req)) return
+  const fields = queryFields(req)
+  const head: RawUploadHead = { fields, ownerId: optionalId(fields.owner_id, 'owner_id') }
+  const filename = filenameOf(req, fields)
+  if (filename !== undefined) head.filename = validateFilename(filename, 'filename')
+  const type = req.headers['content-type']?.trim()
+  if (type !== undefined) {
+    if (type.length > MAX_MEDIA_TYPE)
+      throw errors.invalidField('Content-Type', `must be at most ${MAX_MEDIA_TYPE} characters`)
+    head.mimeType = type
+  }
+  // A declared size over the limit is refused before anything is stored.
+  if (Number(req.headers['content-length']) > MAX_BLOB_BYTES) throw blobTooLarge()
+  heads.set(req, head)
+}
+
+/**
+ * The owner a raw upload names in its query (null: none), once `checkRawUpload` has run; undefined
+ * for multipart, whose owner may follow the file.
+ */
+export function rawUploadOwner(req: FastifyRequest): string | null | undefined {
+  const head = heads.get(req)
+  return head === undefined ? undefined : (head.ownerId ?? null)
+}
+
 /**
  * Reads a raw BLOB upload (truevault-api.md §1.4): the body is the file, streamed straight into
  * `store`; its type is the request's Content-Type; its name comes from the `filename` or `name`
  * query parameter, else `Content-Disposition`, else none (undefined). Other query parameters
- * (`owner_id`) are the form fields. An empty body is no file: nothing is stored.
+ * (`owner_id`) are the form fields. An empty body is no file: nothing is stored. The route runs
+ * `checkRawUpload` first.
  */
 export async function receiveRawUpload(
   req: FastifyRequest,
   store: (file: Readable) => Promise<StoredContent>,
 ): Promise<ReceivedUpload> {
-  const received: ReceivedUpload = { fields: queryFields(req) }
-  const filename = filenameOf(req, received.fields)
-  if (filename !== undefined) received.filename = validateFilename(filename, 'filename')
-  const type = req.headers['content-type']?.trim()
-  if (type !== undefined) {
-    if (type.length > MAX_MEDIA_TYPE)
-      throw errors.invalidField('Content-Type', `must be at most ${MAX_MEDIA_TYPE} characters`)
-    received.mimeType = type
-  }
-  // A declared size over the limit is refused before anything is stored.
-  if (Number(req.headers['content-length']) > MAX_BLOB_BYTES) throw blobTooLarge()
+  const head = heads.get(req)
+  if (!head) throw new Error('checkRawUpload did not run for this raw upload')
+  const received: ReceivedUpload = { fields: head.fields }
+  if (head.filename !== undefined) received.filename = head.filename
+  if (head.mimeType !== undefined) received.mimeType = head.mimeType
   const body = rawUploadBody(req)
   if (!body || !(await hasBytes(body).catch(incomplete))) return received
   let bodyError: unknown
