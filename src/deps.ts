@@ -197,7 +197,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       mfa,
       options.loginRefusalDelayMs,
     ),
-    accounts: new AccountsService(db, clock, users, groups, userSchemas),
+    accounts: new AccountsService(db, clock, keyring, users, groups, userSchemas),
     vaults,
     documents,
     schemas,

@@ -3,6 +3,13 @@
  * in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text.
  * Every tenant-owned table leads its keys with `account_id`.
  */
+/** The singleton row of the first account (migration 0010): present once one exists. */
+export interface BootstrapTable {
+  id: string
+  account_id: string
+  created_at: string
+}
+
 export interface AccountsTable {
   id: string
   created_at: string
@@ -253,6 +260,7 @@ export interface ConsentEventsTable {
 
 export interface Database {
   accounts: AccountsTable
+  bootstrap: BootstrapTable
   users: UsersTable
   credentials: CredentialsTable
   groups: GroupsTable
