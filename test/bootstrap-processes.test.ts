@@ -54,7 +54,9 @@ describe(`${NODES} nodes starting together on one empty ${testDialect} database`
     expect(statSync(join(dataDir, files[0] as string)).mode & 0o777).toBe(0o600)
     const creds = bootstrapCredentials(dataDir)
     const logs = servers.map((s) => s.output())
-    expect(logs.filter((l) => l.includes('created the first account; admin credentials'))).toHaveLength(1)
+    expect(
+      logs.filter((l) => l.includes('created the first account; admin credentials')),
+    ).toHaveLength(1)
     // The others either found it done or lost the race and said so; none failed on the file.
     for (const l of logs) expect(l).not.toMatch(/EEXIST|already exists/)
     for (const server of servers) {
