@@ -78,3 +78,16 @@ export async function bumpWindowsAt(
     return { count: Number(row.failures), windowEndsAt: endsAt }
   })
 }
+
+/**
+ * Takes back one count of the key's current window (never below zero): a counted action that
+ * did not happen after all (a reset email the provider refused) must not use up the window.
+ */
+export async function releaseWindow(db: Executor, key: string): Promise<void> {
+  await db
+    .updateTable('login_throttle')
+    .set({ failures: sql`failures - 1` })
+    .where('key', '=', key)
+    .where('failures', '>', 0)
+    .execute()
+}
