@@ -61,6 +61,7 @@ async function start(
         windowMs: config.login.perAddressWindowSeconds * 1000,
       },
       global: { max: config.login.globalMax, windowMs: config.login.globalWindowSeconds * 1000 },
+      inFlightWaitMs: config.login.inFlightWaitMs,
     },
     loginRefusalDelayMs: config.login.refusalDelayMs,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
