@@ -78,6 +78,7 @@ describe('config: login flood protection and proxy trust', () => {
       globalMax: 600,
       globalWindowSeconds: 60,
       refusalDelayMs: 1000,
+      inFlightWaitMs: 5000,
     })
     expect(config.argon2).toEqual({
       maxConcurrent: Math.max(1, Math.min(2, Math.floor(availableParallelism() / 2))),
@@ -114,6 +115,7 @@ describe('config: login flood protection and proxy trust', () => {
       COFFER_LOGIN_GLOBAL_MAX_FAILURES: '1000000',
       COFFER_LOGIN_GLOBAL_WINDOW_SECONDS: '1',
       COFFER_LOGIN_REFUSAL_DELAY_MS: '0',
+      COFFER_LOGIN_IN_FLIGHT_WAIT_MS: '0',
     })
     expect(config.login).toEqual({
       perAddressMax: 1,
@@ -121,7 +123,11 @@ describe('config: login flood protection and proxy trust', () => {
       globalMax: 1_000_000,
       globalWindowSeconds: 1,
       refusalDelayMs: 0,
+      inFlightWaitMs: 0,
     })
+    expect(loadConfig({ COFFER_LOGIN_IN_FLIGHT_WAIT_MS: '60000' }).login.inFlightWaitMs).toBe(
+      60_000,
+    )
     expect(loadConfig({ COFFER_LOGIN_REFUSAL_DELAY_MS: '10000' }).login.refusalDelayMs).toBe(10_000)
     expect(
       problemsOf({
@@ -130,6 +136,7 @@ describe('config: login flood protection and proxy trust', () => {
         COFFER_LOGIN_GLOBAL_MAX_FAILURES: '1000001',
         COFFER_LOGIN_GLOBAL_WINDOW_SECONDS: '1.5',
         COFFER_LOGIN_REFUSAL_DELAY_MS: '10001',
+        COFFER_LOGIN_IN_FLIGHT_WAIT_MS: '60001',
       }),
     ).toEqual([
       'COFFER_LOGIN_ADDRESS_MAX_FAILURES must be an integer from 1 to 1000000',
@@ -137,6 +144,7 @@ describe('config: login flood protection and proxy trust', () => {
       'COFFER_LOGIN_GLOBAL_MAX_FAILURES must be an integer from 1 to 1000000',
       'COFFER_LOGIN_GLOBAL_WINDOW_SECONDS must be an integer from 1 to 86400',
       'COFFER_LOGIN_REFUSAL_DELAY_MS must be an integer from 0 to 10000',
+      'COFFER_LOGIN_IN_FLIGHT_WAIT_MS must be an integer from 0 to 60000',
     ])
   })
 

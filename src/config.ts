@@ -173,6 +173,11 @@ export interface LoginLimitsConfig {
   globalWindowSeconds: number
   /** How long a refused login (429, or 503 when hashing is saturated) is held before answering. */
   refusalDelayMs: number
+  /**
+   * How long a login waits when a window is spent only by attempts still in flight (their
+   * passwords being checked, maybe right) before answering 503 (issue 12, point 9).
+   */
+  inFlightWaitMs: number
 }
 
 export interface Argon2Config {
@@ -380,6 +385,7 @@ function loginLimits(env: NodeJS.ProcessEnv, problems: string[]): LoginLimitsCon
       problems,
     ),
     refusalDelayMs: intSetting(env, 'COFFER_LOGIN_REFUSAL_DELAY_MS', 1000, 0, 10_000, problems),
+    inFlightWaitMs: intSetting(env, 'COFFER_LOGIN_IN_FLIGHT_WAIT_MS', 5000, 0, 60_000, problems),
   })
 }
 

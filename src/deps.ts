@@ -206,7 +206,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       options.loginRefusalDelayMs,
       meter,
     ),
-    accounts: new AccountsService(db, clock, users, groups, userSchemas),
+    accounts: new AccountsService(db, clock, keyring, users, groups, userSchemas),
     vaults,
     documents,
     schemas,

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } from './config.js'
@@ -12,6 +11,7 @@ import { closeOnSignals } from './http/shutdown.js'
 import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
 import { Metrics } from './metrics/prometheus.js'
+import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
@@ -93,6 +93,7 @@ async function start(
         windowMs: config.login.perAddressWindowSeconds * 1000,
       },
       global: { max: config.login.globalMax, windowMs: config.login.globalWindowSeconds * 1000 },
+      inFlightWaitMs: config.login.inFlightWaitMs,
     },
     loginRefusalDelayMs: config.login.refusalDelayMs,
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
@@ -140,18 +141,18 @@ async function consentOptions(
 
 /** First start on an empty database: an account and admin, credentials to a 0600 file. */
 async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: string) => void) {
-  if (await deps.accounts.hasAny()) return
-  // Checked before the account exists: refusing afterwards would leave an account whose admin
-  // credentials were never written anywhere, and the next start would not bootstrap again.
-  const file = join(config.dataDir, 'bootstrap-credentials.json')
-  if (existsSync(file)) throw new Error(`${file} already exists; refusing to overwrite it`)
-  const credentials = await deps.accounts.createWithAdmin()
-  writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600, flag: 'wx' })
-  chmodSync(file, 0o600)
-  log(
-    { account_id: credentials.account_id, file },
-    'created the first account; admin credentials written to file',
-  )
+  const outcome = await bootstrapFirstAccount(deps.accounts, config.dataDir)
+  if (outcome.created) {
+    log(
+      { account_id: outcome.accountId, file: outcome.file },
+      'created the first account; admin credentials written to file',
+    )
+  } else if (outcome.reason === 'another-node') {
+    log(
+      {},
+      'another node created the first account; its credentials are in that node’s data folder',
+    )
+  }
 }
 
 async function serve(config: Config, mode: ServeMode): Promise<void> {

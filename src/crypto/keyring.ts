@@ -85,6 +85,27 @@ export class Keyring {
     }
   }
 
+  /**
+   * The first data key of a new account, to be inserted by the caller in the transaction that
+   * creates the account (data keys reference their account, so the keyring's own store cannot
+   * insert it before that commits). Cached at once: should the transaction roll back, the cache
+   * holds a key of an account id that is never used again.
+   */
+  newAccountKey(accountId: string): DataKeyRecord {
+    const id = newId()
+    const key = randomBytes(KEY_BYTES)
+    const record = {
+      account_id: accountId,
+      id,
+      wrapped_key: this.master.wrap(key, `${accountId}\n${id}`),
+      master_key_id: this.master.id,
+      created_at: this.clock.now().toISOString(),
+    }
+    this.#keys.set(`${accountId}\n${id}`, key)
+    this.#current.set(accountId, Promise.resolve({ id, key }))
+    return record
+  }
+
   /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */
   static isCiphertext(text: string): boolean {
     return text.startsWith(`${PREFIX}.`)

@@ -1,4 +1,11 @@
-import { type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from 'kysely'
+import {
+  type Kysely,
+  type MigrationResultSet,
+  Migrator,
+  PostgresAdapter,
+  SqliteAdapter,
+  sql,
+} from 'kysely'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 
@@ -37,15 +44,49 @@ function droppedMidListing(error: unknown): boolean {
   return e?.code === '3F000' || e?.cause?.code === '3F000'
 }
 
-/** Brings the schema up to date; safe to call on every start. */
+/**
+ * Kysely takes no migration lock on SQLite and runs its migrations outside any transaction
+ * there: processes starting together on one file each read "nothing migrated yet" and trip over
+ * each other's tables. So on SQLite the whole run is one `BEGIN IMMEDIATE` transaction: it takes
+ * the file's write lock before reading the migration state, the others wait for it (busy_timeout)
+ * and then find the work done, and a crash mid-way leaves the schema as it was.
+ */
+async function migrateSqlite(db: Kysely<Database>): Promise<MigrationResultSet> {
+  return db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn)
+    try {
+      const result = await (await migrator(conn)).migrateToLatest()
+      await sql`${sql.raw(result.error ? 'rollback' : 'commit')}`.execute(conn)
+      return result
+    } catch (error) {
+      await sql`rollback`.execute(conn).catch(() => {})
+      throw error
+    }
+  })
+}
+
+/** Another process held the SQLite write lock past busy_timeout (it is migrating): wait again. */
+function busyOnSqlite(error: unknown): boolean {
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | undefined
+  return e?.code === 'SQLITE_BUSY' || e?.cause?.code === 'SQLITE_BUSY'
+}
+
+/** How many times a start waits out another process's migration (busy_timeout each). */
+const SQLITE_BUSY_ATTEMPTS = 12
+
+/** Brings the schema up to date; safe to call on every start, by several processes at once. */
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const sqlite = db.getExecutor().adapter instanceof SqliteAdapter
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await (await migrator(db)).migrateToLatest()
+      const result = sqlite ? await migrateSqlite(db) : await (await migrator(db)).migrateToLatest()
       check(result)
       return (result.results ?? []).map((r) => r.migrationName)
     } catch (error) {
-      if (attempt >= 3 || !droppedMidListing(error)) throw error
+      const retry = sqlite
+        ? attempt < SQLITE_BUSY_ATTEMPTS && busyOnSqlite(error)
+        : attempt < 3 && droppedMidListing(error)
+      if (!retry) throw error
     }
   }
 }

@@ -3,6 +3,14 @@
  * in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text.
  * Every tenant-owned table leads its keys with `account_id`.
  */
+import type { Generated } from 'kysely'
+/** The singleton row of the first account (migration 0010): present once one exists. */
+export interface BootstrapTable {
+  id: string
+  account_id: string
+  created_at: string
+}
+
 export interface AccountsTable {
   id: string
   created_at: string
@@ -52,6 +60,8 @@ export interface LoginThrottleTable {
   key: string
   window_started_at: string
   failures: number
+  /** Login attempts counted in `failures` whose password is still being checked (0011). */
+  in_flight: Generated<number>
 }
 
 /** Clients (digest of IP) that logged in successfully; they are spared the per-user cap. */
@@ -253,6 +263,7 @@ export interface ConsentEventsTable {
 
 export interface Database {
   accounts: AccountsTable
+  bootstrap: BootstrapTable
   users: UsersTable
   credentials: CredentialsTable
   groups: GroupsTable

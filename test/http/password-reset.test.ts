@@ -477,6 +477,31 @@ describe('abuse resistance', () => {
     expect((await put(second)).statusCode).toBe(200)
   })
 
+  it('20 concurrent requests send exactly one email with the one valid link (issue 12)', async () => {
+    const flow = await createFlow()
+    const user = await userWithEmail()
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => sendReset(flow.id, user.username)),
+    )
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(20).fill(200))
+    await t.deps.passwordResets.idle()
+    expect(sendErrors).toEqual([])
+    expect(providers.requestsTo('sendgrid')).toHaveLength(1)
+    const links = await t.deps.store.db
+      .selectFrom('scoped_access_tokens')
+      .select('id')
+      .where('account_id', '=', t.admin.account_id)
+      .where('name', '=', `password reset: ${flow.id}`)
+      .where('policy', 'like', `%${user.id}%`)
+      .execute()
+    expect(links).toHaveLength(1)
+    const res = await t.api.put(`/v1/users/${user.id}/password`, {
+      basic: lastResetEmail().basic,
+      json: { password: 'fresh password 1' },
+    })
+    expect(res.statusCode).toBe(200)
+  })
+
   it('a reset token cannot mint a token, read the user, or be spent by a bad password', async () => {
     const flow = await createFlow()
     const user = await userWithEmail()

@@ -1,10 +1,9 @@
-import { sql } from 'kysely'
 import { digestSecret } from '../../crypto/secrets.js'
 import { clientNetwork } from '../../lib/client-network.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
-import { bumpWindowsAt } from '../../store/window-counter.js'
+import { bumpAttemptsAt, peekAttempts, settleAttempts } from '../../store/window-counter.js'
 
 /**
  * Login failure limits, checked before any password hashing so a flood costs no argon2 work.
@@ -34,6 +33,8 @@ export interface WindowLimit {
 export interface LoginLimits {
   perAddress: WindowLimit
   global: WindowLimit
+  /** Default DEFAULT_IN_FLIGHT_WAIT_MS. */
+  inFlightWaitMs?: number
 }
 
 export const DEFAULT_LOGIN_LIMITS: LoginLimits = {
@@ -47,6 +48,36 @@ export interface LoginAttempt {
   client: string
 }
 
+/**
+ * How long an attempt waits for attempts in flight to settle before answering 503
+ * (COFFER_LOGIN_IN_FLIGHT_WAIT_MS).
+ */
+export const DEFAULT_IN_FLIGHT_WAIT_MS = 5000
+/** A waiting attempt looks again after this (doubling up to the max), or when woken. */
+const FIRST_PAUSE_MS = 20
+const MAX_PAUSE_MS = 250
+
+interface CountedWindow {
+  key: string
+  windowMs: number
+  limit: WindowLimit
+  spareKnown: boolean
+}
+
+async function verdictOf(
+  c: { count: number; inFlight: number },
+  w: CountedWindow,
+  isKnown: () => Promise<boolean>,
+): Promise<Verdict> {
+  if (c.count <= w.limit.max) return 'ok'
+  if (w.spareKnown && (await isKnown())) return 'spared'
+  // Failures already settled (neither this attempt nor others in flight) spend the window.
+  return c.count - c.inFlight >= w.limit.max ? 'spent' : 'busy'
+}
+
+const retryAfterOf = (windowEndsAt: Date, now: Date) =>
+  Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
+
 const clientKey = (a: LoginAttempt) =>
   digestSecret(`client\n${a.accountId}\n${a.username}\n${a.client}`)
 const userKey = (a: LoginAttempt) => digestSecret(`user\n${a.accountId}\n${a.username}`)
@@ -55,8 +86,13 @@ const addressKey = (a: LoginAttempt) => digestSecret(`address\n${clientNetwork(a
 const GLOBAL_KEY = digestSecret('global-login-failures')
 const clientDigest = (client: string) => digestSecret(`ip\n${client}`)
 
+type Verdict = 'ok' | 'spared' | 'spent' | 'busy'
+
 export class LoginThrottle {
   readonly #limits: LoginLimits
+  readonly #waitMs: number
+  /** Attempts of this process waiting for an in-flight one to settle, oldest first. */
+  readonly #waiters: (() => void)[] = []
 
   constructor(
     private readonly db: Executor,
@@ -64,65 +100,147 @@ export class LoginThrottle {
     limits: LoginLimits = DEFAULT_LOGIN_LIMITS,
   ) {
     this.#limits = limits
+    this.#waitMs = limits.inFlightWaitMs ?? DEFAULT_IN_FLIGHT_WAIT_MS
   }
 
   /**
-   * Counts this attempt in every window and throws 429 when one is spent: the per-address and
-   * per-(user, client) limits always; the server-wide and per-user ones unless this client has
-   * logged in to the user before. All four counts are one statement, so an attempt costs one
-   * round trip and one commit (one fsync on SQLite, whose writes block the event loop) however
-   * many windows it counts in, and the row every login shares is locked only for that statement.
+   * Counts this attempt in every window, as a failure until it settles, and throws 429 when one
+   * is spent: the per-address and per-(user, client) limits always; the server-wide and per-user
+   * ones unless this client has logged in to the user before. All four counts are one statement,
+   * so an attempt costs one round trip and one commit however many windows it counts in.
+   *
+   * A window spent only because attempts are still in flight (their passwords being checked)
+   * does not refuse: those may all be right, and right passwords must never count as failures.
+   * The attempt takes its count back and waits (woken when one of this process settles, else
+   * polling for other nodes') up to the in-flight wait, then answers 503. So a flood of guesses
+   * still gets no more than the limit hashed, and concurrent right logins all pass.
    */
   async admit(a: LoginAttempt, userId: string | undefined): Promise<void> {
-    const now = this.clock.now()
-    const windows = [
-      { key: addressKey(a), limit: this.#limits.perAddress, spareKnown: false },
-      { key: clientKey(a), limit: PER_CLIENT, spareKnown: false },
-      { key: GLOBAL_KEY, limit: this.#limits.global, spareKnown: true },
-      { key: userKey(a), limit: PER_USER, spareKnown: true },
-    ]
-    const counts = await bumpWindowsAt(
-      this.db,
-      windows.map((w) => ({ key: w.key, windowMs: w.limit.windowMs })),
-      now,
-    )
-    const counted = windows.map((w, i) => {
-      const { count, windowEndsAt } = counts[i] as (typeof counts)[number]
-      const retryAfter =
-        count <= w.limit.max
-          ? undefined
-          : Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
-      return { retryAfter, spareKnown: w.spareKnown }
-    })
-    const spent = counted.filter((c) => c.retryAfter !== undefined)
-    if (spent.length === 0) return
-    const retryAfter = Math.max(...spent.map((c) => c.retryAfter as number))
-    if (spent.some((c) => !c.spareKnown)) throw errors.rateLimited(retryAfter)
-    if (!userId || !(await this.#isKnownClient(a.accountId, userId, a.client)))
-      throw errors.rateLimited(retryAfter)
+    const windows = this.#windows(a)
+    // Real elapsed time, not the (possibly manual) clock of the windows.
+    const deadline = performance.now() + this.#waitMs
+    let known: boolean | undefined
+    const isKnown = async () => {
+      known ??= userId !== undefined && (await this.#isKnownClient(a.accountId, userId, a.client))
+      return known
+    }
+    for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
+      const now = this.clock.now()
+      const counts = await bumpAttemptsAt(this.db, windows, now)
+      const verdicts: Verdict[] = []
+      for (const [i, w] of windows.entries()) {
+        const c = counts[i] as (typeof counts)[number]
+        verdicts.push(await verdictOf(c, w, isKnown))
+      }
+      if (verdicts.includes('spent')) {
+        // Refused: it stays counted as a failure, and is no longer in flight.
+        await this.#settle(windows, false)
+        const spent = counts.filter((_, i) => verdicts[i] === 'spent')
+        throw errors.rateLimited(Math.max(...spent.map((c) => retryAfterOf(c.windowEndsAt, now))))
+      }
+      if (!verdicts.includes('busy')) return
+      await this.#settle(windows, true)
+      if (performance.now() >= deadline) throw errors.busy('login attempts in flight', 1)
+      await this.#waitForRoom(windows, isKnown, deadline, pause)
+    }
   }
 
-  /** The attempt was already counted by admit. */
-  async recordFailure(_a: LoginAttempt): Promise<void> {
+  /** The password (or MFA code) was wrong: the attempt stays counted as a failure. */
+  async recordFailure(a: LoginAttempt): Promise<void> {
+    await this.#settle(this.#windows(a), false)
     // Counters of random usernames must not pile up: prune expired ones now and then.
     if (Math.random() < 0.01) await this.prune()
+  }
+
+  /** The attempt reached no verdict (e.g. the hashing queue was full): it never happened. */
+  async abandon(a: LoginAttempt): Promise<void> {
+    await this.#settle(this.#windows(a), true)
   }
 
   async recordSuccess(a: LoginAttempt, userId: string): Promise<void> {
     // One commit, as in admit.
     await this.db.transaction().execute((trx) => this.#recordSuccess(trx, a, userId))
+    this.#wakeOne()
+  }
+
+  #windows(a: LoginAttempt): CountedWindow[] {
+    return [
+      {
+        key: addressKey(a),
+        windowMs: this.#limits.perAddress.windowMs,
+        limit: this.#limits.perAddress,
+        spareKnown: false,
+      },
+      { key: clientKey(a), windowMs: PER_CLIENT.windowMs, limit: PER_CLIENT, spareKnown: false },
+      {
+        key: GLOBAL_KEY,
+        windowMs: this.#limits.global.windowMs,
+        limit: this.#limits.global,
+        spareKnown: true,
+      },
+      { key: userKey(a), windowMs: PER_USER.windowMs, limit: PER_USER, spareKnown: true },
+    ]
+  }
+
+  async #settle(windows: CountedWindow[], uncount: boolean): Promise<void> {
+    await settleAttempts(
+      this.db,
+      windows.map((w) => w.key),
+      uncount,
+    )
+    this.#wakeOne()
+  }
+
+  /** Waits until the counts leave room for this attempt, a settle here wakes it, or time is up. */
+  async #waitForRoom(
+    windows: CountedWindow[],
+    isKnown: () => Promise<boolean>,
+    deadline: number,
+    pause: number,
+  ): Promise<void> {
+    for (;;) {
+      const left = deadline - performance.now()
+      if (left <= 0) return
+      await this.#sleep(Math.min(left, pause * (0.5 + Math.random())))
+      // Look before counting again: a waiting attempt costs a read, not a write.
+      const counts = await peekAttempts(this.db, windows, this.clock.now())
+      let room = true
+      for (const [i, w] of windows.entries()) {
+        const c = counts[i] as (typeof counts)[number]
+        if (c.count + 1 > w.limit.max && !(w.spareKnown && (await isKnown()))) room = false
+      }
+      if (room) return
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        const i = this.#waiters.indexOf(done)
+        if (i >= 0) this.#waiters.splice(i, 1)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.#waiters.push(done)
+    })
+  }
+
+  /** One attempt settled, so there is room for one more: the longest waiting one looks. */
+  #wakeOne(): void {
+    this.#waiters[0]?.()
   }
 
   async #recordSuccess(db: Executor, a: LoginAttempt, userId: string): Promise<void> {
     const now = this.clock.now().toISOString()
-    await db.deleteFrom('login_throttle').where('key', '=', clientKey(a)).execute()
-    // A success is not a failure: take back the count admit added to the shared windows.
-    await db
-      .updateTable('login_throttle')
-      .set({ failures: sql`failures - 1` })
-      .where('key', 'in', [userKey(a), addressKey(a), GLOBAL_KEY])
-      .where('failures', '>', 0)
-      .execute()
+    // A success is not a failure: take back the count admit added, and forgive this client's
+    // settled failures (attempts still in flight stay counted).
+    await settleAttempts(
+      db,
+      [addressKey(a), clientKey(a), GLOBAL_KEY, userKey(a)],
+      true,
+      clientKey(a),
+    )
     await db
       .insertInto('login_known_clients')
       .values({

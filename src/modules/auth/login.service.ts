@@ -92,33 +92,41 @@ export class LoginService {
       : await this.users.findForLogin(attempt.accountId, username)
     // Every limit is checked (and the attempt counted) before any hashing.
     await this.throttle.admit(attempt, user?.id)
-    const valid = await this.hasher.verify(user?.password_hash, password)
-    if (user?.mfa_enrolled === 1) {
-      // Checked even after a wrong password, so a right code is used up (spec, Authentication 4).
-      const code = typeof input.mfaCode === 'string' ? input.mfaCode : undefined
-      const mfa = await this.mfa.checkLoginCode(user.account_id, user.id, code, valid)
-      // Only someone who knows the password learns that a code is needed (decisions.md 62); the
-      // attempt stays counted as a failure.
-      if (valid && mfa === 'missing') {
-        await this.throttle.recordFailure(attempt)
-        throw mfaErrors.codeRequired()
-      }
-      if (!valid || mfa !== 'ok') {
-        await this.throttle.recordFailure(attempt)
-        throw errors.loginFailed()
-      }
-    } else if (!user || !valid) {
+    let settled = false
+    const fail = async (error: AppError): Promise<never> => {
+      settled = true
       await this.throttle.recordFailure(attempt)
-      throw errors.loginFailed()
+      throw error
     }
-    const accessToken = await this.credentials.issueAccessToken(
-      this.db,
-      user.account_id,
-      user.id,
-      expiresAt,
-    )
-    await this.throttle.recordSuccess(attempt, user.id)
-    return { user, accessToken }
+    try {
+      const valid = await this.hasher.verify(user?.password_hash, password)
+      if (user?.mfa_enrolled === 1) {
+        // Checked even after a wrong password, so a right code is used up (spec, Authentication 4).
+        const code = typeof input.mfaCode === 'string' ? input.mfaCode : undefined
+        const mfa = await this.mfa.checkLoginCode(user.account_id, user.id, code, valid)
+        // Only someone who knows the password learns that a code is needed (decisions.md 62);
+        // the attempt stays counted as a failure.
+        if (valid && mfa === 'missing') await fail(mfaErrors.codeRequired())
+        if (!valid || mfa !== 'ok') await fail(errors.loginFailed())
+      } else if (!user || !valid) {
+        await fail(errors.loginFailed())
+      }
+      const found = user as UserRow
+      const accessToken = await this.credentials.issueAccessToken(
+        this.db,
+        found.account_id,
+        found.id,
+        expiresAt,
+      )
+      settled = true
+      await this.throttle.recordSuccess(attempt, found.id)
+      return { user: found, accessToken }
+    } catch (error) {
+      // No verdict (the hashing queue was full, the database failed): the attempt never
+      // happened, and must neither stay in flight nor count as a failure.
+      if (!settled) await this.throttle.abandon(attempt)
+      throw error
+    }
   }
 }
 

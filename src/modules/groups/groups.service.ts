@@ -61,8 +61,22 @@ export class GroupsService {
     accountId: string,
     input: { name: unknown; policy: PolicyStatement[]; userIds: string[] },
   ) {
+    const row = this.#newRow(accountId, input)
+    return this.#unique(() => this.db.transaction().execute((trx) => this.#insert(trx, row, input)))
+  }
+
+  /** `create` inside the caller's transaction (a new account's admin group). */
+  createIn(
+    trx: Executor,
+    accountId: string,
+    input: { name: unknown; policy: PolicyStatement[]; userIds: string[] },
+  ) {
+    return this.#unique(() => this.#insert(trx, this.#newRow(accountId, input), input))
+  }
+
+  #newRow(accountId: string, input: { name: unknown; policy: PolicyStatement[] }): repo.GroupRow {
     const now = this.clock.now().toISOString()
-    const row: repo.GroupRow = {
+    return {
       account_id: accountId,
       id: newId(),
       name: validateName(input.name),
@@ -70,20 +84,19 @@ export class GroupsService {
       created_at: now,
       updated_at: now,
     }
-    return this.#unique(() =>
-      this.db.transaction().execute(async (trx) => {
-        await repo.insert(trx, row)
-        // Unknown user ids are ignored (spec, POST /v1/groups).
-        const known = await repo.existingMemberCandidates(trx, accountId, input.userIds)
-        await repo.addMembers(
-          trx,
-          accountId,
-          row.id,
-          input.userIds.filter((id) => known.has(id)),
-        )
-        return toGroup(row, await repo.memberIds(trx, accountId, row.id))
-      }),
+  }
+
+  async #insert(trx: Executor, row: repo.GroupRow, input: { userIds: string[] }) {
+    await repo.insert(trx, row)
+    // Unknown user ids are ignored (spec, POST /v1/groups).
+    const known = await repo.existingMemberCandidates(trx, row.account_id, input.userIds)
+    await repo.addMembers(
+      trx,
+      row.account_id,
+      row.id,
+      input.userIds.filter((id) => known.has(id)),
     )
+    return toGroup(row, await repo.memberIds(trx, row.account_id, row.id))
   }
 
   async get(accountId: string, id: string, full: boolean): Promise<Group> {

@@ -16,6 +16,7 @@ import { parseValueSpec, resolveValueSpec, type ValueSpec } from '../messaging/v
 import type { SatsService } from '../sats/sats.service.js'
 import type { UsersService } from '../users/users.service.js'
 import * as repo from './flows.repo.js'
+import { ResetCooldown } from './reset-cooldown.js'
 
 /** Substitutions every reset email carries besides the flow's own (docs/password-reset.md). */
 export const RESET_TOKEN_TAG = '{{reset_token}}'
@@ -70,6 +71,7 @@ export interface FlowsOptions {
  */
 export class PasswordResetFlowsService {
   readonly #pending = new Set<Promise<void>>()
+  readonly #cooldown: ResetCooldown
 
   constructor(
     private readonly db: Executor,
@@ -79,7 +81,9 @@ export class PasswordResetFlowsService {
     private readonly users: UsersService,
     private readonly mailer: TemplateMailer,
     private readonly options: FlowsOptions,
-  ) {}
+  ) {
+    this.#cooldown = new ResetCooldown(db, clock, RESEND_COOLDOWN_MS)
+  }
 
   async create(actor: Actor, input: FlowInput): Promise<Flow> {
     const principal = actor.principal
@@ -199,17 +203,21 @@ export class PasswordResetFlowsService {
     const expiresAt = new Date(this.clock.now().getTime() + this.options.tokenTtlMs)
     // One live link per user and flow: a new one replaces the old, at most one a minute (the
     // forgot-password page is public: nobody may flood a user's inbox or our database through it).
-    const token = await this.sats.issueReplacing(
-      {
-        accountId,
-        creatorId: bound.creatorId,
-        parentId: bound.parentId,
-        name: `password reset: ${flow.id}`,
-        policy: [{ Resources: [`User::${user.id}::Password`], Activities: 'U' }],
-        expiresAt,
-        allowedUses: 1,
-      },
-      RESEND_COOLDOWN_MS,
+    // The claim is atomic on every node; the replacing below then runs once per window.
+    if (!(await this.#cooldown.claim(accountId, flow.id, user.id))) return
+    const token = await this.#issueOrRelease(accountId, flow.id, user.id, () =>
+      this.sats.issueReplacing(
+        {
+          accountId,
+          creatorId: bound.creatorId,
+          parentId: bound.parentId,
+          name: `password reset: ${flow.id}`,
+          policy: [{ Resources: [`User::${user.id}::Password`], Activities: 'U' }],
+          expiresAt,
+          allowedUses: 1,
+        },
+        RESEND_COOLDOWN_MS,
+      ),
     )
     if (!token) return
     const substitutions = resolveSubstitutions(
@@ -230,8 +238,23 @@ export class PasswordResetFlowsService {
         substitutions,
       })
     } catch (error) {
-      // The token never reached anyone: it must not stay usable.
+      // The token never reached anyone: it must not stay usable, and a retry may send at once.
       await this.sats.revoke(accountId, token.id)
+      await this.#cooldown.release(accountId, flow.id, user.id)
+      throw error
+    }
+  }
+
+  async #issueOrRelease<T>(
+    accountId: string,
+    flowId: string,
+    userId: string,
+    issue: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await issue()
+    } catch (error) {
+      await this.#cooldown.release(accountId, flowId, userId)
       throw error
     }
   }

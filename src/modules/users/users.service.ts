@@ -75,6 +75,14 @@ export function validatePassword(value: unknown): string {
 
 const userResource = (id: string) => resource('User', id)
 
+/** A new user validated, hashed and sealed, ready to insert (UsersService.prepare). */
+export interface PreparedUser {
+  row: UserRow
+  attributes: unknown
+  groupIds: string[]
+  credentials: NewUser['credentials']
+}
+
 /** Another feature's cleanup when a user is deactivated, run in the deactivating transaction. */
 export type DeactivationHook = (db: Executor, accountId: string, userId: string) => Promise<void>
 
@@ -157,49 +165,61 @@ export class UsersService {
   }
 
   async create(accountId: string, input: NewUser) {
+    const prepared = await this.prepare(accountId, input)
+    return this.#uniqueUsername(() =>
+      this.db.transaction().execute((trx) => this.#insertPrepared(trx, prepared)),
+    )
+  }
+
+  /**
+   * The work of `create` that must happen outside a transaction (on SQLite a transaction holds
+   * the only connection): validation, hashing the password, sealing the attributes.
+   */
+  async prepare(accountId: string, input: NewUser): Promise<PreparedUser> {
     const username = validateUsername(input.username)
     const status = input.status || 'ACTIVATED'
     if (!CREATE_STATUSES.includes(status))
       throw errors.invalidField('status', 'must be ACTIVATED, PENDING or LOCKED')
-    // Hash before the transaction: on SQLite a transaction holds the only connection.
     const passwordHash = input.password
       ? await this.hasher.hash(validatePassword(input.password))
       : null
     const now = this.clock.now().toISOString()
     const id = newId()
+    const attributes = input.attributes === undefined ? {} : input.attributes
     const row: UserRow = {
       account_id: accountId,
       id,
       username,
       status,
       password_hash: passwordHash,
-      attributes: await this.#seal(
-        accountId,
-        id,
-        input.attributes === undefined ? {} : input.attributes,
-      ),
+      attributes: await this.#seal(accountId, id, attributes),
       mfa_enrolled: 0,
       access_key_digest: null,
       secret_key_digest: null,
       created_at: now,
       updated_at: now,
     }
-    return this.#uniqueUsername(() =>
-      this.db.transaction().execute(async (trx) => {
-        await this.groups.assertGroupsExist(trx, accountId, input.groupIds)
-        await repo.insert(trx, row)
-        await this.#index(trx, row, input.attributes === undefined ? {} : input.attributes)
-        await this.groups.addUserToGroups(trx, accountId, row.id, input.groupIds)
-        const vend = input.credentials
-        const apiKey = vend
-          ? await this.credentials.replaceApiKey(trx, accountId, row.id)
-          : undefined
-        const accessToken = vend
-          ? await this.credentials.issueAccessToken(trx, accountId, row.id, vend.tokenExpiresAt)
-          : undefined
-        return { row, groupIds: [...input.groupIds].sort(), apiKey, accessToken }
-      }),
-    )
+    return { row, attributes, groupIds: input.groupIds, credentials: input.credentials }
+  }
+
+  /** Inserts a prepared user inside the caller's transaction (a new account's admin). */
+  createIn(trx: Executor, prepared: PreparedUser) {
+    return this.#uniqueUsername(() => this.#insertPrepared(trx, prepared))
+  }
+
+  async #insertPrepared(trx: Executor, prepared: PreparedUser) {
+    const { row, groupIds } = prepared
+    const accountId = row.account_id
+    await this.groups.assertGroupsExist(trx, accountId, groupIds)
+    await repo.insert(trx, row)
+    await this.#index(trx, row, prepared.attributes)
+    await this.groups.addUserToGroups(trx, accountId, row.id, groupIds)
+    const vend = prepared.credentials
+    const apiKey = vend ? await this.credentials.replaceApiKey(trx, accountId, row.id) : undefined
+    const accessToken = vend
+      ? await this.credentials.issueAccessToken(trx, accountId, row.id, vend.tokenExpiresAt)
+      : undefined
+    return { row, groupIds: [...groupIds].sort(), apiKey, accessToken }
   }
 
   hasUsers(accountId: string): Promise<boolean> {

@@ -8,6 +8,8 @@ import * as m0006 from './0006_password_reset_flows.js'
 import * as m0007 from './0007_consent.js'
 import * as m0008 from './0008_search_sort_index.js'
 import * as m0009 from './0009_sat_session.js'
+import * as m0010 from './0010_bootstrap.js'
+import * as m0011 from './0011_login_in_flight.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +22,6 @@ export const migrations: Record<string, Migration> = {
   '0007_consent': m0007,
   '0008_search_sort_index': m0008,
   '0009_sat_session': m0009,
+  '0010_bootstrap': m0010,
+  '0011_login_in_flight': m0011,
 }
