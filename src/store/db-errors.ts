@@ -19,8 +19,12 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
 }
 
-/** SQLSTATEs of a lost or refused server connection: admin/crash shutdown, cannot connect now. */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03'])
+/**
+ * SQLSTATEs of a lost or refused server connection (admin/crash shutdown, cannot connect now),
+ * and 57014, a statement cancelled by the server: stopped by COFFER_PG_STATEMENT_TIMEOUT_MS (or
+ * by a cancel). The request was valid; it could succeed when retried on a less busy server.
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014'])
 /** Socket-level failures of the driver's connection to the server. */
 const UNAVAILABLE_SOCKET_CODES = new Set([
   'ECONNRESET',
