@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { defaultHashingLimits } from '../../src/crypto/passwords.js'
+import { digestSecret } from '../../src/crypto/secrets.js'
 import { ManualClock } from '../../src/lib/clock.js'
 import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import { basicHeader, createUser, type TestApp, type TestAppOptions } from '../helpers/app.js'
@@ -109,6 +110,36 @@ describe('login flood', () => {
     expect(verify).toHaveBeenCalledTimes(6)
     clock.advance(60_000)
     expect((await login(base, good(other.username))).status).toBe(200)
+  })
+
+  it('once a budget is seen spent, refuses further flood attempts without a database write', async () => {
+    const clock = new ManualClock('2026-03-01T00:00:00.000Z')
+    const loginLimits: LoginLimits = { perAddress: generous, global: { max: 3, windowMs: 60_000 } }
+    const { t, base } = await start({ clock, loginLimits })
+    const bad = () => ({ account_id: t.admin.account_id, username: randomName(), password: 'x' })
+    const globalCount = async () =>
+      Number(
+        (
+          await t.deps.store.db
+            .selectFrom('login_throttle')
+            .select('failures')
+            .where('key', '=', digestSecret('global-login-failures'))
+            .executeTakeFirstOrThrow()
+        ).failures,
+      )
+    for (let i = 0; i < 3; i++) expect((await login(base, bad())).status).toBe(401)
+    expect((await login(base, bad())).status).toBe(429)
+    const counted = await globalCount()
+    // Ten more guesses: refused from memory, each with the window's Retry-After, nothing written.
+    for (let i = 0; i < 10; i++) {
+      const refused = await login(base, bad())
+      expect(refused.status).toBe(429)
+      expect(refused.retryAfter).toBe('60')
+    }
+    expect(await globalCount()).toBe(counted)
+    // The window ends: the memory does not outlive it.
+    clock.advance(60_000)
+    expect((await login(base, bad())).status).toBe(401)
   })
 
   it('holds a refused login before answering, so a flood client cannot resend at once', async () => {

@@ -4,6 +4,7 @@ import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
 import { bumpAttemptsAt, peekAttempts, settleAttempts } from '../../store/window-counter.js'
+import { SpentWindows } from './spent-windows.js'
 
 /**
  * Login failure limits, checked before any password hashing so a flood costs no argon2 work.
@@ -62,6 +63,8 @@ interface CountedWindow {
   windowMs: number
   limit: WindowLimit
   spareKnown: boolean
+  /** Its verdict cannot change before it ends once spent (see SpentWindows). */
+  remembered: boolean
 }
 
 async function verdictOf(
@@ -93,6 +96,7 @@ export class LoginThrottle {
   readonly #waitMs: number
   /** Attempts of this process waiting for an in-flight one to settle, oldest first. */
   readonly #waiters: (() => void)[] = []
+  readonly #spent = new SpentWindows()
 
   constructor(
     private readonly db: Executor,
@@ -124,6 +128,7 @@ export class LoginThrottle {
       known ??= userId !== undefined && (await this.#isKnownClient(a.accountId, userId, a.client))
       return known
     }
+    await this.#refuseIfKnownSpent(windows, isKnown)
     for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       const now = this.clock.now()
       const counts = await bumpAttemptsAt(this.db, windows, now)
@@ -136,12 +141,32 @@ export class LoginThrottle {
         // Refused: it stays counted as a failure, and is no longer in flight.
         await this.#settle(windows, false)
         const spent = counts.filter((_, i) => verdicts[i] === 'spent')
+        for (const [i, w] of windows.entries()) {
+          const c = counts[i] as (typeof counts)[number]
+          if (verdicts[i] === 'spent' && w.remembered) this.#spent.note(w.key, c.windowEndsAt)
+        }
         throw errors.rateLimited(Math.max(...spent.map((c) => retryAfterOf(c.windowEndsAt, now))))
       }
       if (!verdicts.includes('busy')) return
       await this.#settle(windows, true)
       if (performance.now() >= deadline) throw errors.busy('login attempts in flight', 1)
       await this.#waitForRoom(windows, isKnown, deadline, pause)
+    }
+  }
+
+  /**
+   * A window this process already saw spent refuses at once, with no database write: once the
+   * address or server-wide budget is gone, a flood costs neither hashing nor commits.
+   */
+  async #refuseIfKnownSpent(
+    windows: CountedWindow[],
+    isKnown: () => Promise<boolean>,
+  ): Promise<void> {
+    const now = this.clock.now()
+    for (const w of windows) {
+      const retryAfter = w.remembered ? this.#spent.retryAfter(w.key, now) : undefined
+      if (retryAfter === undefined) continue
+      if (!w.spareKnown || !(await isKnown())) throw errors.rateLimited(retryAfter)
     }
   }
 
@@ -170,15 +195,30 @@ export class LoginThrottle {
         windowMs: this.#limits.perAddress.windowMs,
         limit: this.#limits.perAddress,
         spareKnown: false,
+        remembered: true,
       },
-      { key: clientKey(a), windowMs: PER_CLIENT.windowMs, limit: PER_CLIENT, spareKnown: false },
+      {
+        key: clientKey(a),
+        windowMs: PER_CLIENT.windowMs,
+        limit: PER_CLIENT,
+        spareKnown: false,
+        // A success forgives its own client's failures: this window can reopen early.
+        remembered: false,
+      },
       {
         key: GLOBAL_KEY,
         windowMs: this.#limits.global.windowMs,
         limit: this.#limits.global,
         spareKnown: true,
+        remembered: true,
       },
-      { key: userKey(a), windowMs: PER_USER.windowMs, limit: PER_USER, spareKnown: true },
+      {
+        key: userKey(a),
+        windowMs: PER_USER.windowMs,
+        limit: PER_USER,
+        spareKnown: true,
+        remembered: false,
+      },
     ]
   }
 
