@@ -72,7 +72,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // First of the onRequest hooks: a request refused at shutdown does no work.
   addShutdownGate(app, deps.health)
   // First: every later hook (authentication, the access rule) runs under the deadline.
-  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
+  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES, deps.store.dialect)
   if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'api')
   await registerBodyParsers(app)
   // Before the access rule's preHandler (registered with the auth hooks): it reads the input.

@@ -164,7 +164,7 @@ export async function buildConsentApp(
   addShutdownGate(app, deps.health)
   if (options.metrics) addRequestMetrics(app, options.metrics.metrics, 'consent')
   // First: the rate limits' and routes' hooks run under the deadline.
-  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES)
+  addRequestDeadline(app, options.deadlines ?? DEFAULT_REQUEST_DEADLINES, deps.store.dialect)
   addInputGuard(app)
   if (logger !== false) addRequestLog(app, 'consent request')
 
