@@ -539,17 +539,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('COFFER_STOREFRONT_MAX_SKEW_SECONDS must be an integer from 1 to 86400')
   }
   // Search (security review, finding 2): a stopped statement is answered 503.
-  const searchTimeoutMs = Number(env.COFFER_SEARCH_TIMEOUT_MS || 5000)
-  if (!Number.isInteger(searchTimeoutMs) || searchTimeoutMs < 100 || searchTimeoutMs > 600_000) {
-    problems.push('COFFER_SEARCH_TIMEOUT_MS must be an integer from 100 to 600000')
-  }
-  const consentLimit = (name: string, fallback: number, max: number) => {
-    const value = Number(env[name] || fallback)
-    if (!Number.isInteger(value) || value < 1 || value > max) {
-      problems.push(`${name} must be an integer from 1 to ${max}`)
-    }
-    return value
-  }
+  const searchTimeoutMs = intSetting(env, 'COFFER_SEARCH_TIMEOUT_MS', 5000, 100, 600_000, problems)
+  const consentLimit = (name: string, fallback: number, max: number) =>
+    intSetting(env, name, fallback, 1, max, problems)
   const consentRateLimit: ConsentRateLimitConfig = {
     perAddress: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_ADDRESS', 120, 1_000_000),
     perShop: consentLimit('COFFER_CONSENT_RATE_LIMIT_PER_SHOP', 6000, 1_000_000),

@@ -174,6 +174,10 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
   const appMetrics = metrics
     ? { metrics, serve: metricsConfig.port === undefined, token: metricsConfig.token }
     : undefined
+  const deadlines = {
+    requestTimeoutMs: config.database.requestTimeoutMs,
+    blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
+  }
   const app =
     mode === 'consent'
       ? undefined
@@ -182,10 +186,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           trustProxy: config.trustProxy,
           bodyLimit: config.bodyLimitBytes,
           cors: { origins: config.cors.origins, maxAgeSeconds: config.cors.maxAgeSeconds },
-          deadlines: {
-            requestTimeoutMs: config.database.requestTimeoutMs,
-            blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
-          },
+          deadlines,
           ...(appMetrics ? { metrics: appMetrics } : {}),
         })
   // One process, one log stream: the consent app logs through the main app's logger.
@@ -198,10 +199,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
           pruneIntervalMs: config.consentPruneIntervalSeconds * 1000,
           trustProxy: config.trustProxy,
           cors: { origins: config.cors.consentOrigins, maxAgeSeconds: config.cors.maxAgeSeconds },
-          deadlines: {
-            requestTimeoutMs: config.database.requestTimeoutMs,
-            blobUploadTimeoutMs: config.database.blobUploadTimeoutMs,
-          },
+          deadlines,
           ...(appMetrics ? { metrics: appMetrics } : {}),
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>

@@ -92,6 +92,13 @@ export class Keyring {
    * holds a key of an account id that is never used again.
    */
   newAccountKey(accountId: string): DataKeyRecord {
+    const { record, key } = this.#newKey(accountId)
+    this.#current.set(accountId, Promise.resolve({ id: record.id, key }))
+    return record
+  }
+
+  /** A fresh data key, wrapped by the master key and known to this keyring. */
+  #newKey(accountId: string): { record: DataKeyRecord; key: Buffer } {
     const id = newId()
     const key = randomBytes(KEY_BYTES)
     const record = {
@@ -102,8 +109,7 @@ export class Keyring {
       created_at: this.clock.now().toISOString(),
     }
     this.#keys.set(`${accountId}\n${id}`, key)
-    this.#current.set(accountId, Promise.resolve({ id, key }))
-    return record
+    return { record, key }
   }
 
   /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */
@@ -124,17 +130,9 @@ export class Keyring {
   async #loadOrCreate(accountId: string): Promise<{ id: string; key: Buffer }> {
     const existing = await this.store.findCurrent(accountId)
     if (existing) return { id: existing.id, key: this.#unwrap(existing) }
-    const id = newId()
-    const key = randomBytes(KEY_BYTES)
-    await this.store.insert({
-      account_id: accountId,
-      id,
-      wrapped_key: this.master.wrap(key, `${accountId}\n${id}`),
-      master_key_id: this.master.id,
-      created_at: this.clock.now().toISOString(),
-    })
-    this.#keys.set(`${accountId}\n${id}`, key)
-    return { id, key }
+    const { record, key } = this.#newKey(accountId)
+    await this.store.insert(record)
+    return { id: record.id, key }
   }
 
   async #keyById(accountId: string, id: string): Promise<Buffer> {
