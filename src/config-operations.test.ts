@@ -16,6 +16,7 @@ describe('config: health, metrics and shutdown (issue 12)', () => {
     expect(loadConfig({}).operations).toEqual({
       readyTimeoutMs: 2000,
       shutdownGraceMs: 10_000,
+      shutdownDelayMs: 0,
       metrics: { port: undefined, host: '127.0.0.1', token: undefined },
     })
   })
@@ -34,6 +35,19 @@ describe('config: health, metrics and shutdown (issue 12)', () => {
     )
     expect(problem({ COFFER_SHUTDOWN_GRACE_MS: '600001' })).toMatch(/COFFER_SHUTDOWN_GRACE_MS/)
     expect(problem({ COFFER_SHUTDOWN_GRACE_MS: '-1' })).toMatch(/COFFER_SHUTDOWN_GRACE_MS/)
+  })
+
+  it('COFFER_SHUTDOWN_DELAY_MS: 0 to 60000', () => {
+    expect(loadConfig({ COFFER_SHUTDOWN_DELAY_MS: '0' }).operations.shutdownDelayMs).toBe(0)
+    expect(loadConfig({ COFFER_SHUTDOWN_DELAY_MS: '60000' }).operations.shutdownDelayMs).toBe(
+      60_000,
+    )
+    expect(problem({ COFFER_SHUTDOWN_DELAY_MS: '60001' })).toMatch(
+      /COFFER_SHUTDOWN_DELAY_MS must be an integer from 0 to 60000/,
+    )
+    expect(problem({ COFFER_SHUTDOWN_DELAY_MS: '-1' })).toMatch(/COFFER_SHUTDOWN_DELAY_MS/)
+    expect(problem({ COFFER_SHUTDOWN_DELAY_MS: '1.5' })).toMatch(/COFFER_SHUTDOWN_DELAY_MS/)
+    expect(problem({ COFFER_SHUTDOWN_DELAY_MS: '5s' })).toMatch(/COFFER_SHUTDOWN_DELAY_MS/)
   })
 
   it('COFFER_METRICS_TOKEN: 32 to 1024 printable characters', () => {

@@ -106,6 +106,11 @@ export interface OperationsConfig {
   readyTimeoutMs: number
   /** After SIGTERM/SIGINT, how long in-flight requests may take before the process gives up, in ms. */
   shutdownGraceMs: number
+  /**
+   * After SIGTERM/SIGINT, how long the node keeps accepting (while `/readyz` answers 503) so a
+   * load balancer notices before the listeners close, in ms; added before the grace period.
+   */
+  shutdownDelayMs: number
   metrics: MetricsConfig
 }
 
@@ -141,6 +146,9 @@ function operations(env: NodeJS.ProcessEnv, problems: string[]): OperationsConfi
   return {
     readyTimeoutMs: intSetting(env, 'COFFER_READY_TIMEOUT_MS', 2000, 100, 60_000, problems),
     shutdownGraceMs: intSetting(env, 'COFFER_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000, problems),
+    // 0: nothing to wait for without a balancer (and Ctrl-C stays prompt); a minute is more than
+    // any balancer's probe interval times its failure count.
+    shutdownDelayMs: intSetting(env, 'COFFER_SHUTDOWN_DELAY_MS', 0, 0, 60_000, problems),
     metrics: {
       port: rawPort ? port('COFFER_METRICS_PORT', rawPort, 0, problems) : undefined,
       host: env.COFFER_METRICS_HOST || '127.0.0.1',

@@ -226,6 +226,7 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: () => store.close(),
+    delayMs: config.operations.shutdownDelayMs,
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
   })

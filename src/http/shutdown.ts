@@ -20,10 +20,13 @@ export function shuttingDown(): AppError {
 }
 
 /**
- * Once shutdown begins, a request that still reaches the app (pipelined, or sent on a
- * keep-alive connection that was busy when the listener closed) is refused through the app's
- * error handler, so in its own error body, with `Connection: close`. Probes still answer
- * (`/readyz` names `shutting_down`). Register it before any hook that does work.
+ * During the drain delay (not ready, still accepting) requests are served, but each answer
+ * carries `Connection: close`: a client on a keep-alive connection reconnects, through the
+ * balancer, to a node that stays. Once the listeners close, a request that still reaches the
+ * app (pipelined, or sent on a keep-alive connection that was busy when the listener closed) is
+ * refused through the app's error handler, so in its own error body, with `Connection: close`.
+ * Probes still answer (`/readyz` names `shutting_down`). Register it before any hook that does
+ * work.
  */
 export function addShutdownGate(app: FastifyInstance, health: HealthService): void {
   app.addHook('onRequest', (request, reply, done) => {
@@ -32,7 +35,7 @@ export function addShutdownGate(app: FastifyInstance, health: HealthService): vo
       return
     }
     reply.header('connection', 'close')
-    done(shuttingDown())
+    done(health.closing ? shuttingDown() : undefined)
   })
 }
 
@@ -41,28 +44,42 @@ export interface ShutdownOptions {
   health: HealthService
   /** Closes the database pool (Store.close), after every listener is closed. */
   closeStore: () => Promise<void>
-  /** How long in-flight requests may run after the signal (COFFER_SHUTDOWN_GRACE_MS). */
+  /**
+   * How long the listeners keep accepting after the signal while `/readyz` answers 503, so a
+   * balancer takes the node out before it refuses connections (COFFER_SHUTDOWN_DELAY_MS).
+   */
+  delayMs: number
+  /** How long in-flight requests may run once the listeners close (COFFER_SHUTDOWN_GRACE_MS). */
   graceMs: number
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
 }
 
 /**
- * `coffer serve` on SIGTERM/SIGINT (close-with-grace): `/readyz` turns 503 at once, the
- * listeners stop accepting connections and in-flight requests finish; whatever still runs after
+ * `coffer serve` on SIGTERM/SIGINT (close-with-grace): `/readyz` turns 503 at once; for
+ * `delayMs` the listeners still accept and serve (the balancer's probes notice meanwhile); then
+ * they stop accepting connections and in-flight requests finish; whatever still runs after
  * `graceMs` has its connection cut. Then the pool closes and the process exits 0. A second
- * signal, or a close that hangs past the grace plus a margin, exits 1 at once.
+ * signal, or a close that hangs past delay, grace and a margin, exits 1 at once. After an
+ * uncaught error there is no delay: a process in an unknown state should not take new work.
  */
 export function closeOnSignals(options: ShutdownOptions): void {
   const { apps, health, graceMs, log } = options
   closeWithGrace(
     {
-      delay: graceMs + POOL_CLOSE_MARGIN_MS,
+      delay: options.delayMs + graceMs + POOL_CLOSE_MARGIN_MS,
       logger: { error: (message: unknown) => log.warn({}, String(message)) },
     },
     async ({ signal, err }) => {
       health.startDraining()
+      const delayMs = err ? 0 : options.delayMs
       if (err) log.warn({ err }, 'shutting down after an unhandled error')
-      else log.info({ signal, grace_ms: graceMs }, 'shutting down')
+      else log.info({ signal, delay_ms: delayMs, grace_ms: graceMs }, 'shutting down')
+      // No timer at all without a delay: the listeners close in the same tick as the signal.
+      if (delayMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, delayMs))
+        log.info({ delay_ms: delayMs }, 'drain delay over: closing the listeners')
+      }
+      health.startClosing()
       const closed = Promise.all(apps.map((app) => app.close()))
       let timer: NodeJS.Timeout | undefined
       const graceOver = new Promise<'cut'>((resolve) => {

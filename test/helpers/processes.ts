@@ -159,3 +159,16 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
 export function bootstrapCredentials(dataDir: string): AccountCredentials {
   return JSON.parse(readFileSync(join(dataDir, 'bootstrap-credentials.json'), 'utf8'))
 }
+
+/** Waits until a server process's log matches (10 s at most). */
+export async function waitForOutput(
+  server: ServerProcess,
+  pattern: RegExp,
+): Promise<RegExpExecArray> {
+  for (let i = 0; i < 200; i++) {
+    const m = pattern.exec(server.output())
+    if (m) return m
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`not in the log: ${pattern}\n${server.output()}`)
+}

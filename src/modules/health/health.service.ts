@@ -26,10 +26,12 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
  * `select 1`, checks that every known migration is applied and that the BLOB store answers,
  * each bounded by `timeoutMs`, in parallel: a probe answers within about one bound whatever
  * hangs. Once shutdown begins (`startDraining`) the node is never ready again, so the balancer
- * stops sending it new requests while the in-flight ones finish.
+ * stops sending it new requests; it still serves them until `startClosing` (after the drain
+ * delay), when the listeners close and what still reaches the apps is refused.
  */
 export class HealthService {
   #draining = false
+  #closing = false
   /** Migrations never go back by themselves: once all are applied, the check is not repeated. */
   #migrated = false
 
@@ -45,6 +47,16 @@ export class HealthService {
 
   startDraining(): void {
     this.#draining = true
+  }
+
+  /** True once the listeners are closing: requests are refused (see addShutdownGate). */
+  get closing(): boolean {
+    return this.#closing
+  }
+
+  startClosing(): void {
+    this.#draining = true
+    this.#closing = true
   }
 
   /** The checks that fail now (empty: ready). Never rejects: a failure is a name in the list. */
