@@ -1,0 +1,67 @@
+# syntax=docker/dockerfile:1
+#
+# Coffer container image (README "Deploy"). Three stages: production dependencies (with the
+# native add-ons built), the TypeScript build, and a slim runtime that has neither compilers
+# nor dev dependencies and runs as an unprivileged user.
+#
+# Node 22: the newest line every dependency declares (better-sqlite3 12: 20.x-26.x; package.json:
+# >=20.19) whose LTS still gets security fixes; Node 20 reached end of life in April 2026.
+# Debian (glibc), not Alpine: better-sqlite3 and @node-rs/argon2 ship prebuilt binaries for it.
+ARG NODE_VERSION=22
+
+# --- production node_modules ---------------------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS deps
+# Only used when better-sqlite3 has no prebuilt binary for this platform (node-gyp fallback).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: no dependency runs code at install, and our `prepare` (tsc) is skipped
+# (no sources here, no TypeScript in a production install). better-sqlite3 is the one package
+# whose install script is needed (package.json "allowScripts"): it fetches or builds its binary.
+RUN npm ci --omit=dev --ignore-scripts \
+ && npm rebuild better-sqlite3 \
+ && npm cache clean --force
+
+# --- build: dist/ from src/ ----------------------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# --- runtime -------------------------------------------------------------------------------
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    COFFER_HOST=0.0.0.0 \
+    COFFER_PORT=8080 \
+    COFFER_CONSENT_PORT=8081 \
+    COFFER_DATA_DIR=/data
+# A fixed numeric uid/gid, so orchestrators can check runAsNonRoot and volumes can be chowned.
+RUN groupadd --system --gid 10001 coffer \
+ && useradd --system --uid 10001 --gid coffer --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin coffer \
+ && mkdir -p /data \
+ && chown coffer:coffer /data \
+ && chmod 0700 /data
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+USER 10001:10001
+# SQLite database, filesystem BLOBs, generated keys, bootstrap credentials (see COFFER_DATA_DIR).
+VOLUME ["/data"]
+EXPOSE 8080 8081
+# Readiness of this node (database, migrations, BLOB store), without curl in the image: node's
+# own fetch. The consent listener answers /readyz too, for a node that serves only that one.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "const e=process.env,p=e.COFFER_SERVE==='consent'?e.COFFER_CONSENT_PORT:e.COFFER_PORT;fetch(`http://127.0.0.1:${p}/readyz`,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Graceful shutdown: /readyz turns 503, COFFER_SHUTDOWN_DELAY_MS, then COFFER_SHUTDOWN_GRACE_MS.
+# Give the container a stop timeout longer than both together (plus 5 s).
+STOPSIGNAL SIGTERM
+# node itself is PID 1 and receives the signal (no npm wrapper, which would not forward it).
+ENTRYPOINT ["node", "dist/main.js"]
+CMD ["serve"]
