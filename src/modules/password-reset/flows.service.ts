@@ -19,7 +19,10 @@ import type { UsersService } from '../users/users.service.js'
 import * as repo from './flows.repo.js'
 import { ResetCooldown } from './reset-cooldown.js'
 
-/** Substitutions every reset email carries besides the flow's own (docs/password-reset.md). */
+/**
+ * Substitutions every reset email carries besides the flow's own (README, Password reset;
+ * decisions.md 54).
+ */
 export const RESET_TOKEN_TAG = '{{reset_token}}'
 export const USER_ID_TAG = '{{user_id}}'
 export const EXPIRES_AT_TAG = '{{reset_token_expires_at}}'
