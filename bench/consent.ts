@@ -3,7 +3,8 @@
  * runs it) against the bare Fastify baseline, both in child processes of this run. Rounds
  * interleave bare, GET of an existing record and POST update, so drift on a shared machine
  * hits all three alike; the report gives each scenario's median over the rounds and the ratio
- * of medians to bare. Written to bench/results/consent.md (consent-postgres.md on PostgreSQL).
+ * of medians to bare. Written to consent.md (consent-postgres.md on PostgreSQL) in the results folder
+ * (bench/out/, or bench/results/ with --save: bench/results-dir.ts).
  */
 import { envNumber, type Load, runScenario } from './load.js'
 import type { ConsentServerInfo } from './protocol.js'

@@ -25,12 +25,13 @@
  * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
  * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
  * logins with random usernames and addresses, with the login limits on and lifted, in
- * BENCH_FLOOD_ROUNDS rounds (default 3; medians); written to bench/results/login-flood.md
+ * BENCH_FLOOD_ROUNDS rounds (default 3; medians); written to login-flood.md
  * (login-flood-postgres.md on PostgreSQL).
  *
- * Writes bench/results/latest.md (http, blobs) and bench/results/search.md (search; on
- * PostgreSQL bench/results/search-postgres.md), bench/results/consent.md (consent; on
- * PostgreSQL consent-postgres.md); exits 1 if
+ * Writes latest.md (http, blobs), search.md (search; on PostgreSQL search-postgres.md),
+ * consent.md (consent; on PostgreSQL consent-postgres.md) and login-flood.md into bench/out/
+ * (gitignored), or into the committed bench/results/ with `--save` or BENCH_SAVE=1
+ * (bench/results-dir.ts); exits 1 if
  * any scenario saw non-2xx responses or errors, a BLOB request failed or came back different,
  * or a search server failed to start.
  */
@@ -66,6 +67,7 @@ import {
   type RunInfo,
   writeReport,
 } from './report.js'
+import { resultsDir } from './results-dir.js'
 import { bareScenario, cofferScenarios } from './scenarios.js'
 import {
   formatSearchLine,
@@ -79,10 +81,12 @@ import {
 import { startBareServer, startCofferServer, startS3Server, stopAll } from './servers.js'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
-const RESULTS_FILE = join(BENCH_DIR, 'results', 'latest.md')
+/** Checked before anything runs: a typo must not cost a long run. */
+const RESULTS_DIR = resultsDir(BENCH_DIR, process.argv.slice(2), process.env)
+const RESULTS_FILE = join(RESULTS_DIR, 'latest.md')
 /** The search results, per engine: search.md (SQLite) or search-postgres.md. */
 const searchResultsFile = (pgUrl: string | undefined) =>
-  join(BENCH_DIR, 'results', pgUrl ? 'search-postgres.md' : 'search.md')
+  join(RESULTS_DIR, pgUrl ? 'search-postgres.md' : 'search.md')
 
 function redactUrl(url: string): string {
   try {
@@ -270,7 +274,7 @@ async function main(): Promise<number> {
       },
       consent,
     )
-    const file = join(BENCH_DIR, 'results', pgUrl ? 'consent-postgres.md' : 'consent.md')
+    const file = join(RESULTS_DIR, pgUrl ? 'consent-postgres.md' : 'consent.md')
     writeReport(file, text)
     process.stdout.write(`\nwritten to ${relative(process.cwd(), file)}\n`)
   }
@@ -288,7 +292,7 @@ async function main(): Promise<number> {
       },
       flood,
     )
-    const file = join(BENCH_DIR, 'results', pgUrl ? 'login-flood-postgres.md' : 'login-flood.md')
+    const file = join(RESULTS_DIR, pgUrl ? 'login-flood-postgres.md' : 'login-flood.md')
     writeReport(file, text)
     process.stdout.write(`\n${text}\nwritten to ${relative(process.cwd(), file)}\n`)
   }

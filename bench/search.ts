@@ -2,7 +2,8 @@
  * The search part of `npm run bench`: for each N of BENCH_SEARCH_SIZES, a fresh Coffer child
  * whose one vault holds N documents under one schema (bench/search-data.ts writes them straight
  * to the database before the child listens), then each query of bench/search-queries.ts under
- * autocannon on POST /v1/vaults/{v}/search. Written to bench/results/search.md.
+ * autocannon on POST /v1/vaults/{v}/search. Written to search.md in the results folder
+ * (bench/out/, or bench/results/ with --save).
  */
 import { envNumber, type Load, runScenario } from './load.js'
 import type { SearchPlan, SearchServerInfo } from './protocol.js'

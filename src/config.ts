@@ -5,7 +5,7 @@ import { parseOriginList } from './lib/origins.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
- * frozen and passed down. Names are fixed by design.md (Configuration); the README table lists
+ * frozen and passed down. Names are fixed (operators' files depend on them); the README table lists
  * each one with its default.
  */
 export interface Config {
@@ -36,7 +36,7 @@ export interface Config {
   passwordResetTtlMinutes: number
   /** Longest life an access token may be given (login, user routes), in days. */
   accessTokenMaxDays: number
-  /** The consent API's listener (design.md: port 8081); its address defaults to `host`. */
+  /** The consent API's listener (default port 8081); its address defaults to `host`. */
   consentPort: number
   consentHost: string
   /** Which listeners `coffer serve` runs: both (default), only the main API, or only consent. */

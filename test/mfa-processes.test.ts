@@ -25,7 +25,7 @@ import { testDialect } from './helpers/store.js'
 
 /**
  * What one process cannot show: `coffer serve` processes sharing one database (a SQLite file or
- * a PostgreSQL schema) accept a code once between them (design.md, Scaling out), and the
+ * a PostgreSQL schema) accept a code once between them (README, Operations: several nodes), and the
  * `coffer mfa reset` command.
  *
  * Both runs catch a code remembered per process. A check-then-write (read the row, then update

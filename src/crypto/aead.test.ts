@@ -12,8 +12,9 @@ import {
 
 /**
  * The field cipher (AES-256-GCM, random 96-bit nonces), tested as HashiCorp Vault tests its
- * barrier (reliability.md 1.2): confidential, tamper-evident, bound to its associated data,
- * never the same ciphertext twice, and refusing keys of the wrong size.
+ * barrier (developer.hashicorp.com/vault/docs/internals/security): confidential, tamper-evident,
+ * bound to its associated data, never the same ciphertext twice, and refusing keys of the wrong
+ * size.
  */
 const key = randomBytes(KEY_BYTES)
 const aad = Buffer.from('document\nvault-1\ndoc-1')

@@ -4,8 +4,8 @@ import type { CredentialKind } from '../modules/auth/principal.js'
 import type { Grants, Requirement } from '../policy/index.js'
 
 /**
- * Every route declares exactly one access rule (design.md, Request flow); the server refuses to
- * start when one is missing.
+ * Every route declares exactly one access rule (docs/architecture.md, Request flow); the server
+ * refuses to start when one is missing.
  * - `public`: no credential (login, docs).
  * - `self`: any accepted credential acting on its own session or user.
  * - `policy`: a requirement built from the validated request, checked against the caller's grants.

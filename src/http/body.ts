@@ -8,8 +8,8 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from '../lib/input.js'
 type Fields = Record<string, unknown>
 
 /**
- * Accepts bodies the way real clients send them (truevault-api.md §1.4): JSON (an empty body with
- * a JSON content type is no body at all — the SDK sends that on GET and DELETE), urlencoded,
+ * Accepts bodies the way real clients send them (docs/truevault-clients.md §1): JSON (an empty body
+ * with a JSON content type is no body at all — the SDK sends that on GET and DELETE), urlencoded,
  * multipart (the official SDK sends every v1 body as multipart), and on form routes parameters in
  * the query string, with field names trimmed (the SDK's `"not_valid_after "` has a trailing space).
  */
@@ -126,7 +126,7 @@ const rawBodies = new WeakMap<FastifyRequest, Readable>()
 /**
  * For an encapsulated scope holding only the BLOB upload routes: every body that is not
  * multipart or urlencoded is the file itself (older TrueVault clients send it raw with its own
- * type, JSON and text included: truevault-api.md §1.4). The parser reads nothing: the route
+ * type, JSON and text included: docs/truevault-clients.md §1). The parser reads nothing: the route
  * streams the body after its credential and access checks, so Fastify's 1 MiB `bodyLimit`
  * (which applies only to bodies Fastify reads) does not apply here; the BLOB limit does.
  */

@@ -1,11 +1,11 @@
 import type { Caller, Resource } from './types.js'
 
 /**
- * Resource matching exactly as design.md defines it. A matcher and a resource are split on `::`;
- * they match when they have the same number of tokens and every token matches. Even positions
- * are type names (`Vault`, `Document`) and must be equal; odd positions are ids, where `.*`
- * matches any one token (including the empty last token of a collection), `$[id=self.id]` after
- * `User` or `GroupMembership` matches the caller, and `$[Owner=…]` as the last token after
+ * Resource matching exactly as docs/policy-semantics.md defines it. A matcher and a resource are
+ * split on `::`; they match when they have the same number of tokens and every token matches. Even
+ * positions are type names (`Vault`, `Document`) and must be equal; odd positions are ids, where
+ * `.*` matches any one token (including the empty last token of a collection), `$[id=self.id]`
+ * after `User` or `GroupMembership` matches the caller, and `$[Owner=…]` as the last token after
  * `Document` or `Blob` matches items owned by the caller, a given user, or anyone — never unowned
  * items. No regular expression is ever evaluated: `.*` is a keyword.
  */

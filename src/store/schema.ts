@@ -1,7 +1,7 @@
 /**
- * Row types of every table. Portable column conventions (design.md, Storage): text UUID ids made
- * in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text.
- * Every tenant-owned table leads its keys with `account_id`.
+ * Row types of every table. Portable column conventions (docs/architecture.md, Data): text UUID ids
+ * made in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text. Every
+ * tenant-owned table leads its keys with `account_id`.
  */
 import type { Generated } from 'kysely'
 /** The singleton row of the first account (migration 0010): present once one exists. */

@@ -6,6 +6,8 @@ import { TEST_SENDGRID_KEY, TEST_TWILIO } from './providers.js'
 
 /** A SendGrid legacy template id (a GUID, as the stand-in requires). */
 export const TEMPLATE_ID = '13b8f94f-bcae-4ec6-b752-70d6cb59f932'
+/** A SendGrid dynamic (Handlebars) template id: `d-` and 32 hex digits. */
+export const DYNAMIC_TEMPLATE_ID = 'd-0123456789abcdef0123456789abcdef'
 
 /** A user with these attributes, created through the API; returns its id and username. */
 export async function userWith(

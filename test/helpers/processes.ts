@@ -1,8 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { MasterKey } from '../../src/crypto/master-key.js'
@@ -11,6 +13,14 @@ import { openStore, type Store } from '../../src/store/db.js'
 import { TEST_PG_URL, testDialect } from './store.js'
 
 const MAIN = ['--import', 'tsx', 'src/main.ts']
+/** The repository's root: where `src/` and `node_modules/` are, whatever the working directory. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+/** The same command by absolute paths, for a process started in another working directory. */
+const MAIN_ANYWHERE = [
+  '--import',
+  pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
+  join(REPO_ROOT, 'src/main.ts'),
+]
 const execFileAsync = promisify(execFile)
 
 export interface ServerProcess {
@@ -51,9 +61,17 @@ export async function cofferFails(
   }
 }
 
-/** Starts `coffer serve` as its own process; resolves once it listens. */
-export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...MAIN, 'serve'], {
+/**
+ * Starts `coffer serve` as its own process; resolves once it listens. `cwd`: the working
+ * directory it runs in (its default data folder is `./data` there).
+ */
+export function startServerProcess(
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): Promise<ServerProcess> {
+  const main = options.cwd === undefined ? MAIN : MAIN_ANYWHERE
+  const child = spawn(process.execPath, [...main, 'serve'], {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     // The main API only: these tests are about it, and a consent listener would need its own
     // port and, on PostgreSQL, a shared secret.
     env: cofferEnv({ COFFER_PORT: '0', COFFER_SERVE: 'api', ...env }),

@@ -36,7 +36,11 @@ export function imitateSendGrid(req: RecordedRequest, keys: Set<string>): Reply 
   if (!req.headers['content-type']?.startsWith('application/json') || req.json === undefined)
     return sendgridError(400, 'Bad Request')
   const body = req.json as {
-    personalizations?: { to?: { email?: unknown }[]; substitutions?: Record<string, unknown> }[]
+    personalizations?: {
+      to?: { email?: unknown }[]
+      substitutions?: Record<string, unknown>
+      dynamic_template_data?: unknown
+    }[]
     from?: { email?: unknown }
     template_id?: unknown
   }
@@ -69,6 +73,24 @@ export function imitateSendGrid(req: RecordedRequest, keys: Set<string>): Reply 
       `The template_id must be a valid GUID, you provided '${String(template)}'.`,
       'template_id',
     )
+  }
+  // Dynamic (Handlebars) templates take dynamic_template_data; legacy tags are refused.
+  if (DYNAMIC_TEMPLATE.test(template)) {
+    for (const [i, one] of p.entries()) {
+      if (one.substitutions !== undefined)
+        return sendgridError(
+          400,
+          'Substitutions may not be used with dynamic templating',
+          `personalizations.${i}.substitutions`,
+        )
+      const data = one.dynamic_template_data
+      if (data !== undefined && (typeof data !== 'object' || data === null || Array.isArray(data)))
+        return sendgridError(
+          400,
+          'The dynamic_template_data field must be an object.',
+          `personalizations.${i}.dynamic_template_data`,
+        )
+    }
   }
   return { status: 202, headers: { 'x-message-id': randomBytes(16).toString('base64url') } }
 }

@@ -19,8 +19,8 @@ import {
 } from '../helpers/blob-harness.js'
 
 /**
- * Raw BLOB uploads (issue 11 item 2; truevault-api.md §1.4): the file is the whole request body,
- * as the Node, PHP (CURLOPT_PUT), Ruby and CarrierWave clients send it, over a real socket.
+ * Raw BLOB uploads (issue 11 item 2; docs/truevault-clients.md §1): the file is the whole request
+ * body, as the Node, PHP (CURLOPT_PUT), Ruby and CarrierWave clients send it, over a real socket.
  */
 const KiB = 1024
 const MiB = 1024 * KiB

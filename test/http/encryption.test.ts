@@ -39,10 +39,11 @@ import { cofferEnv } from '../helpers/processes.js'
 import { TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
- * Encryption at rest, tested as reliability.md R-14 asks (HashiCorp Vault's barrier tests):
- * nothing readable in raw storage, every tampered or moved ciphertext fails closed with the
- * DATA_INTEGRITY_FAILURE envelope, BLOB streams never release unauthenticated bytes, and the
- * master key is handled by the command line as design.md (Storage) says.
+ * Encryption at rest, tested the way HashiCorp Vault tests its barrier
+ * (https://developer.hashicorp.com/vault/docs/internals/security): nothing readable in raw storage,
+ * every tampered or moved ciphertext fails closed with the DATA_INTEGRITY_FAILURE envelope, BLOB
+ * streams never release unauthenticated bytes, and the master key is handled by the command line as
+ * the README (Encryption at rest) says.
  */
 
 const SEALED_CHUNK = CHUNK_BYTES + TAG_BYTES

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import {
+  DYNAMIC_TEMPLATE_ID,
   emailBody,
   expectProviderFailure,
   expectRefused,
@@ -156,6 +157,100 @@ describe('POST /v1/users/{id}/message/email', () => {
       expect(res.statusCode, res.body).toBe(200)
       expect(standIn.requests).toHaveLength(1)
     })
+  })
+
+  describe('dynamic templates (d-…): dynamic_template_data, never legacy substitutions', () => {
+    it('sends each tag as the Handlebars variable it names, dotted paths nested', async () => {
+      const res = await sendEmail(
+        t,
+        ada.id,
+        emailBody({
+          template_id: DYNAMIC_TEMPLATE_ID,
+          substitutions: {
+            '{{name}}': { user_attribute: 'name' },
+            '{{ user.city }}': { user_attribute: 'profile.city' },
+            '{{{user.login}}}': { system_field: 'username' },
+            age: { user_attribute: 'age' },
+          },
+        }),
+      )
+      expect(res.statusCode, res.body).toBe(200)
+      const [sent, ...others] = standIn.requests
+      expect(others).toHaveLength(0)
+      expect(sent?.json).toEqual({
+        personalizations: [
+          {
+            to: [{ email: 'ada@example.com' }],
+            dynamic_template_data: {
+              name: 'Ada',
+              user: { city: 'London', login: ada.username },
+              age: '36',
+            },
+          },
+        ],
+        from: { email: 'support@example.com' },
+        template_id: DYNAMIC_TEMPLATE_ID,
+      })
+      // SendGrid accepted it (its stand-in refuses substitutions for a dynamic template).
+      expect(sent?.reply?.status).toBe(202)
+    })
+
+    it('sends no template data when there are no substitutions', async () => {
+      const res = await sendEmail(
+        t,
+        ada.id,
+        emailBody({ template_id: DYNAMIC_TEMPLATE_ID, substitutions: {} }),
+      )
+      expect(res.statusCode, res.body).toBe(200)
+      expect(standIn.requests[0]?.json).toEqual({
+        personalizations: [{ to: [{ email: 'ada@example.com' }] }],
+        from: { email: 'support@example.com' },
+        template_id: DYNAMIC_TEMPLATE_ID,
+      })
+    })
+
+    it('a legacy id keeps substitutions as written, the way SendGrid wants them', async () => {
+      const res = await sendEmail(
+        t,
+        ada.id,
+        emailBody({ substitutions: { name: { literal_value: 'A' } } }),
+      )
+      expect(res.statusCode, res.body).toBe(200)
+      expect(standIn.requests[0]?.json).toMatchObject({
+        personalizations: [{ substitutions: { name: 'A' } }],
+        template_id: TEMPLATE_ID,
+      })
+      expect(standIn.requests[0]?.json).not.toHaveProperty(
+        'personalizations.0.dynamic_template_data',
+      )
+    })
+
+    it.each([
+      [
+        { '{{name}}': { user_attribute: 'name' }, name: { literal_value: 'x' } },
+        'substitutions.name names the same template variable as {{name}} (dynamic templates get dynamic_template_data)',
+      ],
+      [
+        { '{{user}}': { literal_value: 'x' }, '{{user.city}}': { literal_value: 'y' } },
+        'substitutions.{{user.city}} names the same template variable as {{user}} (dynamic templates get dynamic_template_data)',
+      ],
+      [
+        { '{{a..b}}': { literal_value: 'x' } },
+        'substitutions.{{a..b}} is not a template variable name for a dynamic template (empty path segment)',
+      ],
+    ])(
+      'refuses keys a dynamic template cannot tell apart (%j), sending nothing',
+      async (substitutions, message) => {
+        const res = await sendEmail(
+          t,
+          ada.id,
+          emailBody({ template_id: DYNAMIC_TEMPLATE_ID, substitutions }),
+        )
+        expectRefused(res, standIn, message)
+        // The same keys are fine for a legacy template: they are distinct tags there.
+        expect((await sendEmail(t, ada.id, emailBody({ substitutions }))).statusCode).toBe(200)
+      },
+    )
   })
 
   describe('bad input: a 400 naming the field, nothing sent', () => {

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/lib/clock.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
 import { b64, buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
 import { logicalDump } from '../helpers/db-dump.js'
-import { TEMPLATE_ID } from '../helpers/messaging.js'
+import { DYNAMIC_TEMPLATE_ID, TEMPLATE_ID } from '../helpers/messaging.js'
 import {
   type ProviderStandIn,
   startProviderStandIn,
@@ -147,6 +147,27 @@ describe('flows', () => {
     [{ substitutions: { '<%name%>': { literal_value: 'x' } } }, 'must not use ASP-style'],
     [{ substitutions: { '{{reset_token}}': { literal_value: 'x' } } }, 'is filled in by Coffer'],
     [{ substitutions: { '{{x}}': 'plain' } }, 'substitutions.{{x}} must be a value specifier'],
+    [
+      {
+        sg_template_id: DYNAMIC_TEMPLATE_ID,
+        substitutions: { reset_token: { literal_value: 'x' } },
+      },
+      'substitutions.reset_token names the template variable of {{reset_token}}, which Coffer fills in',
+    ],
+    [
+      {
+        sg_template_id: DYNAMIC_TEMPLATE_ID,
+        substitutions: { '{{ user_id }}': { literal_value: 'x' } },
+      },
+      'substitutions.{{ user_id }} names the template variable of {{user_id}}, which Coffer fills in',
+    ],
+    [
+      {
+        sg_template_id: DYNAMIC_TEMPLATE_ID,
+        substitutions: { '{{name}}': { literal_value: 'x' }, name: { literal_value: 'y' } },
+      },
+      'substitutions.name names the same template variable as {{name}}',
+    ],
   ])('refuses %j with a 400 naming the field', async (change, message) => {
     const res = await t.api.post('/v1/password_reset_flows', {
       auth: t.admin.api_key,
@@ -227,6 +248,82 @@ describe('reset emails', () => {
     })
     expect(again.statusCode).toBe(401)
     expect((await login(user.username, 'third password 3')).statusCode).toBe(401)
+  })
+
+  it('sends a dynamic template (d-…) its variables as dynamic_template_data, reset tags included', async () => {
+    const flow = await createFlow({
+      sg_template_id: DYNAMIC_TEMPLATE_ID,
+      substitutions: { '{{first_name}}': { user_attribute: 'first_name' } },
+    })
+    const user = await userWithEmail()
+    expect((await sendReset(flow.id, user.username)).statusCode).toBe(200)
+    await t.deps.passwordResets.idle()
+    expect(sendErrors).toEqual([])
+    const [request, ...others] = providers.requestsTo('sendgrid')
+    expect(others).toHaveLength(0)
+    // SendGrid's stand-in refuses legacy substitutions for a dynamic template: it took this one.
+    expect(request?.reply?.status).toBe(202)
+    const body = request?.json as {
+      personalizations: { dynamic_template_data: Record<string, string> }[]
+    }
+    expect(body).toMatchObject({ template_id: DYNAMIC_TEMPLATE_ID })
+    expect(body.personalizations[0]).not.toHaveProperty('substitutions')
+    const data = body.personalizations[0]?.dynamic_template_data ?? {}
+    expect(Object.keys(data).sort()).toEqual([
+      'first_name',
+      'reset_token',
+      'reset_token_expires_at',
+      'user_id',
+    ])
+    expect(data).toMatchObject({
+      first_name: 'Ada',
+      user_id: user.id,
+      reset_token_expires_at: '2030-01-01T00:30:00.000Z',
+    })
+    // The token in the template data is the working credential.
+    const [username, password] = Buffer.from(data.reset_token as string, 'base64')
+      .toString()
+      .split(':') as [string, string]
+    const set = await t.api.put(`/v1/users/${user.id}/password`, {
+      basic: { username, password },
+      json: { password: 'from a dynamic template 1' },
+    })
+    expect(set.statusCode, set.body).toBe(200)
+  })
+
+  it('for a user without an email attribute: the same answer, nothing sent, no link minted, the operator told', async () => {
+    const flow = await createFlow()
+    const username = `u${Math.random().toString(36).slice(2)}`
+    const created = await t.api.post('/v1/users', {
+      auth: t.admin.api_key,
+      form: { username, password: 'a password 1', attributes: b64({ first_name: 'Ada' }) },
+    })
+    expect(created.statusCode).toBe(200)
+    const res = await sendReset(flow.id, username)
+    expect(res.statusCode).toBe(200)
+    expect(res.json().result).toBe('success')
+    await t.deps.passwordResets.idle()
+    expect(providers.requestsTo('sendgrid')).toHaveLength(0)
+    expect(sendErrors).toHaveLength(1)
+    expect(String((sendErrors[0] as Error).message)).toContain('user_email_value_spec')
+    const userId = created.json().user.id as string
+    const minted = () =>
+      t.deps.store.db
+        .selectFrom('scoped_access_tokens')
+        .select('id')
+        .where('policy', 'like', `%User::${userId}::Password%`)
+        .execute()
+    expect(await minted()).toHaveLength(0)
+    // Once the user has an email, the next request sends at once (the failure took no turn).
+    const update = await t.api.put(`/v1/users/${userId}`, {
+      auth: t.admin.api_key,
+      form: { attributes: b64({ first_name: 'Ada', email: `${username}@example.com` }) },
+    })
+    expect(update.statusCode).toBe(200)
+    await sendReset(flow.id, username)
+    await t.deps.passwordResets.idle()
+    expect(providers.requestsTo('sendgrid')).toHaveLength(1)
+    expect(await minted()).toHaveLength(1)
   })
 
   it('expires after the configured time', async () => {

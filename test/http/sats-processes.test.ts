@@ -12,7 +12,7 @@ import { testDialect } from '../helpers/store.js'
 type Sat = { id: string; consumed_uses: number; http_auth: { username: string; password: string } }
 
 /**
- * Two `coffer serve` processes on one database (design.md, Scaling out): a SAT's
+ * Two `coffer serve` processes on one database (README, Operations: several nodes): a SAT's
  * `allowed_uses` holds across nodes because each use is one atomic conditional update.
  */
 describe(`two server processes on one ${testDialect} database`, () => {

@@ -8,11 +8,11 @@ import { insertDocument, insertSchema, type TestSchema } from '../helpers/search
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 /**
- * The legacy search spellings of TrueVault clients (issue 11, item 4; truevault-api.md §2.9),
- * sent over a real socket exactly as those clients send them: `search_option` in the query string
- * of a GET on the vault's path (with and without the trailing slash), as a urlencoded body on that
- * GET, and as a form POSTed to the trailing-slash path. Each must answer what
- * `POST /v1/vaults/{id}/search` answers, success or refusal.
+ * The legacy search spellings of TrueVault clients (issue 11, item 4; docs/truevault-clients.md
+ * §3), sent over a real socket exactly as those clients send them: `search_option` in the query
+ * string of a GET on the vault's path (with and without the trailing slash), as a urlencoded body
+ * on that GET, and as a form POSTed to the trailing-slash path. Each must answer what `POST
+ * /v1/vaults/{id}/search` answers, success or refusal.
  */
 const FIELDS: SchemaField[] = [
   { name: 'name', type: 'string', index: true },

@@ -64,9 +64,9 @@ export function rawUploadOwner(req: FastifyRequest): string | null | undefined {
 }
 
 /**
- * Reads a raw BLOB upload (truevault-api.md §1.4): the body is the file, streamed straight into
- * `store`; its type is the request's Content-Type; its name comes from the `filename` or `name`
- * query parameter, else `Content-Disposition`, else none (undefined). Other query parameters
+ * Reads a raw BLOB upload (docs/truevault-clients.md §1): the body is the file, streamed straight
+ * into `store`; its type is the request's Content-Type; its name comes from the `filename` or
+ * `name` query parameter, else `Content-Disposition`, else none (undefined). Other query parameters
  * (`owner_id`) are the form fields. An empty body is no file: nothing is stored. The route runs
  * `checkRawUpload` first.
  */

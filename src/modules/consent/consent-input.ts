@@ -44,7 +44,7 @@ const SINGLE = [
 ] as const
 
 /** Version 4 in the version nibble. The variant is not checked: Polaris clients were seen
- * sending `…-4fd3-cd46-…` (reference/consent.md §1.3), and the id is only recorded. */
+ * sending `…-4fd3-cd46-…` (seen in real Polaris consent cookies), and the id is only recorded. */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** A pragmatic address check: one `@`, a dotted domain with a 2+ letter TLD, no spaces. */

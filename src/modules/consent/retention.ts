@@ -6,7 +6,8 @@
  *   the whole choice: the consumer saw and kept the other categories). From then on it reads as
  *   unknown again: the next GET starts the record afresh and tokens issued before are refused.
  * - Opt-outs survive: `optedOut: true` and `consentTargetedAdvertising: false` (the two fields of
- *   the CCPA sale/share opt-out, reference/consent.md §1.4 and §3.3) are kept forever.
+ *   the CCPA sale/share opt-out, Cal. Civ. Code § 1798.120 and Cal. Code Regs. tit. 11 § 7025)
+ *   are kept forever.
  * - Nothing here deletes history: the audit trail is kept apart from the choice's validity.
  */
 

@@ -9,7 +9,8 @@ import {
   verifyAppProxy,
 } from './signature.js'
 
-// Shopify's official App Proxy test vectors (reference/consent.md §2.4), secret `hush`.
+// Shopify's official App Proxy test vectors (shopify.dev, "Authenticate app proxies"), secret
+// `hush`.
 const SECRET = 'hush'
 const LOGGED_IN =
   'extra=1&extra=2&shop=shop-name.myshopify.com&logged_in_customer_id=1&path_prefix=%2Fapps%2Fawesome_reviews&timestamp=1317327555'

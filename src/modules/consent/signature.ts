@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
- * The storefront App Proxy signature (Shopify's algorithm, reference/consent.md §2.3), pure:
+ * The storefront App Proxy signature, pure (Shopify's algorithm, "Authenticate app proxies":
+ * https://shopify.dev/docs/apps/build/online-store/app-proxies/authenticate-app-proxies):
  * 1. the raw query string is split into decoded (key, value) pairs (`+` is a space);
  * 2. `signature` is removed;
  * 3. repeated keys are merged into one `key=v1,v2` entry, values in arrival order;

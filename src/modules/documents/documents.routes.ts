@@ -141,8 +141,9 @@ export async function documentRoutes(
       // Old SDKs asked for the same id twice to get the array form: count the ids as sent.
       const requested = req.params.document_ids.split(',').filter((id) => id.trim() !== '').length
       if (requested === 1 && docs[0]) {
-        // The deprecated single read answers the bare base64 text (truevault-api.md §3.9) typed
-        // as TrueVault typed it: Ruby clients decode the body only as application/octet-stream.
+        // The deprecated single read answers the bare base64 text (docs/truevault-clients.md §4)
+        // typed as TrueVault typed it: Ruby clients decode the body only as
+        // application/octet-stream.
         return reply.type('application/octet-stream').send(encodeBase64Json(docs[0].content))
       }
       return {

@@ -19,7 +19,7 @@ import { validatePolicy } from './groups.service.js'
 
 const tags = ['groups']
 
-/** Groups carry both `id` and `group_id` (truevault-api.md §1.7). */
+/** Groups carry both `id` and `group_id` (docs/truevault-clients.md §2). */
 function view(group: Group) {
   return { ...group, group_id: group.id }
 }

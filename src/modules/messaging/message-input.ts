@@ -1,4 +1,5 @@
 import { errors } from '../../lib/errors.js'
+import { checkTemplateKeys } from './sendgrid-template-data.js'
 import {
   parseValueSpec,
   resolveValueSpec,
@@ -80,6 +81,10 @@ export function parseEmailInput(input: EmailInput): EmailPlan {
       checkSubstitutionKey(key)
       return [key, parseValueSpec(spec, `substitutions.${key}`)]
     },
+  )
+  checkTemplateKeys(
+    input.template_id,
+    substitutions.map(([key]) => key),
   )
   return {
     apiKey,

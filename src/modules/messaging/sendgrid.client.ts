@@ -1,4 +1,5 @@
 import { callProvider, ProviderError } from './provider-http.js'
+import { dynamicTemplateData, isDynamicTemplate } from './sendgrid-template-data.js'
 
 export interface SendGridOptions {
   /** `https://api.sendgrid.com` in production; configuration, never caller-supplied. */
@@ -12,7 +13,10 @@ export interface SendGridTemplateMessage {
   templateId: string
   from: string
   to: string
-  /** Legacy template substitutions: keys exactly as written in the template (`{{name}}`). */
+  /**
+   * Keys exactly as written in the template (`{{name}}`): sent as legacy `substitutions`, or as
+   * `dynamic_template_data` for a dynamic template (`d-…`, see sendgrid-template-data.ts).
+   */
   substitutions: Record<string, string>
 }
 
@@ -34,8 +38,11 @@ export class SendGridClient {
   async sendTemplate(message: SendGridTemplateMessage): Promise<{ providerMessageId: string }> {
     const personalization: Record<string, unknown> = { to: [{ email: message.to }] }
     // Sent only when there are some: an empty object is noise in SendGrid's eyes.
-    if (Object.keys(message.substitutions).length > 0)
-      personalization.substitutions = message.substitutions
+    if (Object.keys(message.substitutions).length > 0) {
+      if (isDynamicTemplate(message.templateId))
+        personalization.dynamic_template_data = dynamicTemplateData(message.substitutions)
+      else personalization.substitutions = message.substitutions
+    }
     const answer = await callProvider({
       provider: 'SendGrid',
       url: this.#url,

@@ -14,9 +14,9 @@ import * as repo from './mfa.repo.js'
 import { keyUri, matchingSteps, SECRET_BYTES, toBase32 } from './totp.js'
 
 /**
- * Code attempts per user, counted before each check (reliability.md R-8: at most 5 failures per
- * 5 minutes). Only attempts that already passed the password (login) or that come from an
- * authorized caller (unenroll) count, so nobody without the password can lock a user out.
+ * Code attempts per user, counted before each check (OWASP ASVS 4.0 2.8.x; decisions.md 63: at most
+ * 5 failures per 5 minutes). Only attempts that already passed the password (login) or that come
+ * from an authorized caller (unenroll) count, so nobody without the password can lock a user out.
  */
 export const MFA_ATTEMPTS = { max: 5, windowMs: 5 * 60_000 }
 const MAX_ISSUER = 255

@@ -12,13 +12,17 @@ import {
   resolveSubstitutions,
 } from '../messaging/message-input.js'
 import type { SendGridTemplateMessage } from '../messaging/sendgrid.client.js'
+import { checkTemplateKeys } from '../messaging/sendgrid-template-data.js'
 import { parseValueSpec, resolveValueSpec, type ValueSpec } from '../messaging/value-spec.js'
 import type { SatsService } from '../sats/sats.service.js'
 import type { UsersService } from '../users/users.service.js'
 import * as repo from './flows.repo.js'
 import { ResetCooldown } from './reset-cooldown.js'
 
-/** Substitutions every reset email carries besides the flow's own (docs/password-reset.md). */
+/**
+ * Substitutions every reset email carries besides the flow's own (README, Password reset;
+ * decisions.md 54).
+ */
 export const RESET_TOKEN_TAG = '{{reset_token}}'
 export const USER_ID_TAG = '{{user_id}}'
 export const EXPIRES_AT_TAG = '{{reset_token_expires_at}}'
@@ -92,19 +96,23 @@ export class PasswordResetFlowsService {
     const apiKey = text(input.sg_api_key, 'sg_api_key', MAX_API_KEY)
     if (!HEADER_SAFE.test(apiKey))
       throw errors.invalidField('sg_api_key', 'must be printable ASCII without spaces')
+    const templateId = text(input.sg_template_id, 'sg_template_id', MAX_TEMPLATE_ID)
+    const flowSubstitutions = substitutions(input.substitutions)
+    // A dynamic template gets them as variables: none may clash, nor with the reserved tags.
+    checkTemplateKeys(templateId, Object.keys(flowSubstitutions), RESERVED_TAGS)
     const row: repo.FlowRow = {
       account_id: principal.accountId,
       id,
       creator_id: principal.kind === 'sat' ? principal.creatorId : principal.userId,
       name: text(input.name, 'name', MAX_NAME),
-      sg_template_id: text(input.sg_template_id, 'sg_template_id', MAX_TEMPLATE_ID),
+      sg_template_id: templateId,
       user_email_value_spec: JSON.stringify(
         parseValueSpec(input.user_email_value_spec, 'user_email_value_spec', {
           allowLiteral: false,
         }),
       ),
       from_email_value_spec: JSON.stringify(fromSpec(input.from_email_value_spec)),
-      substitutions: JSON.stringify(substitutions(input.substitutions)),
+      substitutions: JSON.stringify(flowSubstitutions),
       // Bound to the flow's id: a key moved to another flow's row does not decrypt.
       sg_api_key: await this.keyring.encrypt(principal.accountId, apiKey, keyContext(id)),
       // A flow made through a SAT stays within that SAT: its reset tokens are minted under it.

@@ -93,10 +93,10 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
     schema: { tags, summary, params: VaultParams, body: SearchForm, response: VaultSearchResponse },
   })
 
-  // Legacy aliases (truevault-api.md §2.9): `search_option` in the query string or a form body,
-  // on the vault's own path. Trailing slashes are not ignored (app.ts), so both spellings are
-  // routes. The GETs are taken only by requests carrying a search option (see the constraint):
-  // a plain `GET /v1/vaults/{id}` still reads the vault, and `GET /v1/vaults/{id}/` stays 404.
+  // Legacy aliases (docs/truevault-clients.md §3): `search_option` in the query string or a form
+  // body, on the vault's own path. Trailing slashes are not ignored (app.ts), so both spellings are
+  // routes. The GETs are taken only by requests carrying a search option (see the constraint): a
+  // plain `GET /v1/vaults/{id}` still reads the vault, and `GET /v1/vaults/{id}/` stays 404.
   const legacy = `${summary}; legacy alias of POST /v1/vaults/{vault_id}/search`
   app.addConstraintStrategy(searchOptionConstraint)
   r.post('/v1/vaults/:vault_id/', {
