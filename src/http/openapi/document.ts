@@ -51,7 +51,9 @@ export function operationsOf(doc: OpenApiDocument): [string, string, Operation][
 
 /**
  * One step on a route's schema before @fastify/swagger turns it into an operation. It gets a
- * copy of the schema (the route's own is what Fastify validates with) and changes it in place.
+ * shallow copy of the schema (the route's own is what Fastify validates with): set or replace
+ * its top-level keys; never change a nested object in place (`response`, `body` are the
+ * route's own).
  */
 export type RouteTransform = (input: {
   schema: FastifySchema

@@ -24,6 +24,12 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   consent: 'Consumer consent records for storefronts and email-identified consumers',
 }
 
+/*
+ * The steps that shape each listener's document, in order. A new concern gets its own file in
+ * this folder and one line in the lists below; route steps see each route's live options, and
+ * document steps the generated document.
+ */
+
 /** The main API's route steps, in order. */
 export const MAIN_ROUTE_TRANSFORMS: readonly RouteTransform[] = [securityFromAccess]
 
