@@ -16,15 +16,16 @@ export const CREDENTIAL_SCHEMES: Record<string, SecurityScheme> = {
     type: 'http',
     scheme: 'basic',
     description:
-      "HTTP Basic with a user's API key as the user name and an empty password. Does not expire; " +
-      'the only credential that may vend or change credentials.',
+      "HTTP Basic with a user's API key as the user name and an empty password. Does not " +
+      'expire; most routes that vend or change credentials take only this one.',
   },
   [SCHEME_OF_KIND.access_token]: {
     type: 'http',
     scheme: 'basic',
     description:
-      'HTTP Basic with an access token (from POST /v1/auth/login) as the user name and an empty ' +
-      'password. Expires (24 hours by default).',
+      'HTTP Basic with an access token (from POST /v1/auth/login or POST ' +
+      '/v1/users/{user_id}/access_token) as the user name and an empty password. Expires (24 ' +
+      'hours by default).',
   },
   [SCHEME_OF_KIND.sat]: {
     type: 'http',
