@@ -12,7 +12,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   auth: 'Log in and out; the current user',
   users: 'Users and their credentials',
   groups: 'Groups, their policies and members',
-  vaults: 'Vaults',
+  vaults: 'Vaults: the containers of documents, BLOBs and schemas',
   documents: 'Encrypted JSON documents in a vault',
   blobs: 'Encrypted files (BLOBs) in a vault',
   schemas: 'Document schemas and the account user schema (the searchable fields)',
