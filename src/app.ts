@@ -12,6 +12,7 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
+import { MAIN_DOCUMENT, serveDocument, swaggerOptions } from './http/openapi/index.js'
 import {
   addRequestDeadline,
   DEFAULT_REQUEST_DEADLINES,
@@ -104,33 +105,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   })
   if (logger !== false) addRequestLog(app, 'request')
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Coffer API',
-        version: '0.1.0',
-        description: 'TrueVault-compatible secure data store',
-      },
-      components: {
-        securitySchemes: {
-          basic: {
-            type: 'http',
-            scheme: 'basic',
-            description:
-              'API key or access token as the user name, empty password; or a SAT id and secret',
-          },
-        },
-      },
-      security: [{ basic: [] }],
-    },
-  })
+  await app.register(swagger, swaggerOptions(MAIN_DOCUMENT))
   await app.register(swaggerUi, { routePrefix: '/docs' })
-  app.get(
-    '/openapi.json',
-    { schema: { hide: true }, config: { access: { public: true }, envelope: false } },
-    async () => app.swagger(),
-  )
+  serveDocument(app)
 
   await authRoutes(app, deps)
   await userRoutes(app, deps.users, deps.groups)

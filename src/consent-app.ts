@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import swagger from '@fastify/swagger'
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -14,6 +15,7 @@ import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
+import { CONSENT_DOCUMENT, serveDocument, swaggerOptions } from './http/openapi/index.js'
 import {
   addRequestDeadline,
   DEFAULT_REQUEST_DEADLINES,
@@ -169,6 +171,9 @@ export async function buildConsentApp(
   if (logger !== false) addRequestLog(app, 'consent request')
 
   await addConsentRateLimits(app, options.rateLimit ?? DEFAULT_CONSENT_RATE_LIMITS)
+  // Its own document (no /docs page: see docs/decisions.md); before the routes it describes.
+  await app.register(swagger, swaggerOptions(CONSENT_DOCUMENT))
+  serveDocument(app)
   await consentRoutes(app, deps.consent)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)

@@ -33,6 +33,15 @@ export const USER_CREDENTIALS: CredentialKind[] = ['api_key', 'access_token']
 export const ANY_CREDENTIAL: CredentialKind[] = ['api_key', 'access_token', 'sat']
 export const API_KEY_ONLY: CredentialKind[] = ['api_key']
 
+/**
+ * The credential kinds a route accepts when it names none: policy-checked routes take SATs too
+ * (a SAT's policy and its creator's bound what it may do); `self` routes act on a user's own
+ * session, which a SAT does not have. The auth hooks enforce it; the OpenAPI document shows it.
+ */
+export function acceptedKinds(access: Exclude<Access, { public: true }>): CredentialKind[] {
+  return access.credentials ?? ('policy' in access ? ANY_CREDENTIAL : USER_CREDENTIALS)
+}
+
 /** The credential kinds a credential-vending route accepts for this request (see `vendsCredential`). */
 export function vendingKinds(request: FastifyRequest): CredentialKind[] | undefined {
   const vends = request.routeOptions.config.vendsCredential

@@ -10,7 +10,7 @@ import {
   type Principal,
   type ScopedTokenResolver,
 } from '../modules/auth/principal.js'
-import { type Access, ANY_CREDENTIAL, USER_CREDENTIALS, vendingKinds } from './access.js'
+import { acceptedKinds, vendingKinds } from './access.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,15 +29,6 @@ export interface AuthDeps {
   credentials: CredentialsService
   sats: ScopedTokenResolver
   authz: AuthzService
-}
-
-/**
- * The credential kinds a route accepts when it names none: policy-checked routes take SATs too
- * (a SAT's policy and its creator's bound what it may do); `self` routes act on a user's own
- * session, which a SAT does not have.
- */
-function acceptedKinds(access: Exclude<Access, { public: true }>): CredentialKind[] {
-  return access.credentials ?? ('policy' in access ? ANY_CREDENTIAL : USER_CREDENTIALS)
 }
 
 /**
