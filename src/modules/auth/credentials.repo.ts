@@ -1,4 +1,4 @@
-import { accountOfDigest, addDigest, removeDigests } from '../../store/credential-directory.repo.js'
+import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
 import { precompiled } from '../../store/precompiled.js'
 
@@ -44,18 +44,18 @@ const findUsableQuery = precompiled(
 
 /**
  * The credential with this digest, if unexpired and its user may still act (hot path): its
- * account from the directory (routed by digest), then the credential and its user in that
- * account (routed by account).
+ * account from the directory (routed by digest; remembered for repeat callers), then the
+ * credential and its user in that account (routed by account).
  */
 export async function findUsable(
   db: Executor,
   digest: string,
   now: string,
 ): Promise<ActiveCredential | undefined> {
-  const accountId = await accountOfDigest(db, digest)
-  if (accountId === undefined) return undefined
-  const [row] = await findUsableQuery(db, accountId, digest, now)
-  return row as ActiveCredential | undefined
+  return routeByDigest(db, digest, async (accountId) => {
+    const [row] = await findUsableQuery(db, accountId, digest, now)
+    return row as ActiveCredential | undefined
+  })
 }
 
 const findUsableWithPoliciesQuery = precompiled(
@@ -98,14 +98,14 @@ export async function findUsableWithPolicies(
   digest: string,
   now: string,
 ): Promise<{ credential: ActiveCredential; policies: string[] } | undefined> {
-  const accountId = await accountOfDigest(db, digest)
-  if (accountId === undefined) return undefined
-  const rows = await findUsableWithPoliciesQuery(db, accountId, digest, now)
-  const [first] = rows
-  if (!first) return undefined
-  const { policy: _policy, ...credential } = first
-  const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
-  return { credential: credential as ActiveCredential, policies }
+  return routeByDigest(db, digest, async (accountId) => {
+    const rows = await findUsableWithPoliciesQuery(db, accountId, digest, now)
+    const [first] = rows
+    if (!first) return undefined
+    const { policy: _policy, ...credential } = first
+    const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
+    return { credential: credential as ActiveCredential, policies }
+  })
 }
 
 export async function insert(

@@ -1,5 +1,5 @@
 import { PostgresAdapter, sql } from 'kysely'
-import { accountOfDigest, addDigest, removeDigests } from '../../store/credential-directory.repo.js'
+import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
 import type { ScopedAccessTokensTable } from '../../store/schema.js'
 
@@ -26,14 +26,19 @@ export async function insert(db: Executor, row: SatRow): Promise<void> {
 }
 
 /**
- * The account a SAT password belongs to: `http_auth` carries no account, so the directory is
- * asked by the password's digest (one lookup routed by digest); undefined for a wrong password.
+ * The SAT with this id and password digest, with its creator's status. `http_auth` carries no
+ * account: the directory names it by the password's digest (routed by digest), then the SAT is
+ * read in that account. Undefined for a wrong password or id.
  */
-export function accountOfSecret(db: Executor, secretDigest: string): Promise<string | undefined> {
-  return accountOfDigest(db, secretDigest)
+export function findBySecret(
+  db: Executor,
+  id: string,
+  secretDigest: string,
+): Promise<SatWithCreator | undefined> {
+  return routeByDigest(db, secretDigest, (accountId) => findWithCreator(db, accountId, id))
 }
 
-export async function findWithCreator(
+async function findWithCreator(
   db: Executor,
   accountId: string,
   id: string,

@@ -279,9 +279,7 @@ export class SatsService implements ScopedTokenResolver {
     if (!id) return null
     // The password's digest names the account (directory); a wrong password finds none.
     const digest = digestSecret(password)
-    const accountId = await repo.accountOfSecret(this.db, digest)
-    const row =
-      accountId === undefined ? undefined : await repo.findWithCreator(this.db, accountId, id)
+    const row = await repo.findBySecret(this.db, id, digest)
     // The digest comparison runs even for an unknown id, so timing does not tell ids apart.
     const matches = safeEqual(row?.secret_digest ?? '', digest)
     if (!row || !matches) return null
