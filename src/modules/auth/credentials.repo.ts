@@ -123,8 +123,18 @@ export async function insert(
   await db.insertInto('credentials').values(row).execute()
 }
 
-/** Deletes what `q` selects and forgets the deleted digests in the directory; how many. */
-async function deleteAndForget(db: Executor, q: ReturnType<typeof credentialsOf>): Promise<number> {
+/** A delete of the account's credentials, narrowed by the caller. */
+const deleteInAccount = (db: Executor, accountId: string) =>
+  db.deleteFrom('credentials').where('account_id', '=', accountId)
+
+/**
+ * Runs the delete and forgets the deleted digests in the directory; how many. Should the second
+ * step fail, the rows left behind grant nothing (store/credential-directory.repo.ts).
+ */
+async function deleteAndForget(
+  db: Executor,
+  q: ReturnType<typeof deleteInAccount>,
+): Promise<number> {
   const deleted = await q.returning('digest').execute()
   await removeDigests(
     db,
@@ -133,11 +143,8 @@ async function deleteAndForget(db: Executor, q: ReturnType<typeof credentialsOf>
   return deleted.length
 }
 
-const credentialsOf = (db: Executor, accountId: string) =>
-  db.deleteFrom('credentials').where('account_id', '=', accountId)
-
 export async function deleteByDigest(db: Executor, accountId: string, digest: string) {
-  return deleteAndForget(db, credentialsOf(db, accountId).where('digest', '=', digest))
+  return deleteAndForget(db, deleteInAccount(db, accountId).where('digest', '=', digest))
 }
 
 export async function deleteForUser(
@@ -146,7 +153,7 @@ export async function deleteForUser(
   userId: string,
   kind?: StoredCredentialKind,
 ): Promise<void> {
-  let q = credentialsOf(db, accountId).where('user_id', '=', userId)
+  let q = deleteInAccount(db, accountId).where('user_id', '=', userId)
   if (kind) q = q.where('kind', '=', kind)
   await deleteAndForget(db, q)
 }
@@ -158,7 +165,7 @@ export async function deleteAccessTokens(
   userId: string,
   keepDigest?: string,
 ): Promise<number> {
-  let q = credentialsOf(db, accountId)
+  let q = deleteInAccount(db, accountId)
     .where('user_id', '=', userId)
     .where('kind', '=', 'access_token')
   if (keepDigest !== undefined) q = q.where('digest', '!=', keepDigest)
