@@ -2,25 +2,31 @@ import { randomBytes } from 'node:crypto'
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+/**
+ * Upgrade from earlier releases: each one's data folder (SQLite) or PostgreSQL schema (a
+ * plain-SQL dump) with one of everything, written through its own API by
+ * test/fixtures/generate-release.mjs, is opened by the current `coffer serve`, which migrates
+ * it; everything the old release wrote must still work.
+ * - previous-release: b9fbc90 (before migrations 0010 and 0011);
+ * - release-bab4ec1: bab4ec1, the schema before migration 0012 (shard-ready keys), which
+ *   re-keys credentials, SATs and login counters: it also has a SAT with uses left and a spent
+ *   per-address login window.
+ */
+import Database from 'better-sqlite3'
 import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from '../src/store/db.js'
 import { type ServerProcess, startServerProcess } from './helpers/processes.js'
+import { readSchema, shardRuleViolations } from './helpers/shard-rule.js'
 import { TEST_PG_URL, testDialect } from './helpers/store.js'
-
-/**
- * Upgrade from the previous release (b9fbc90): its data folder (SQLite) or its PostgreSQL schema
- * (a plain-SQL dump) with one of everything, written through its own API by
- * test/fixtures/previous-release/generate.mjs, is opened by the current `coffer serve`, which
- * migrates it; everything the old release wrote must still work.
- */
 
 interface Sat {
   id: string
   http_auth: { username: string; password: string }
 }
 interface Fixture {
+  release: string
   schema?: string
   masterKey?: string
   consentJwtSecret?: string
@@ -36,225 +42,290 @@ interface Fixture {
   blob: { id: string; base64: string }
   sats: { byApiKey: Sat; byAccessToken: Sat }
   consent: { query: Record<string, string>; record: Record<string, unknown> }
+  /** From bab4ec1 on: a SAT with `remainingUses` of its allowed uses left. */
+  limitedSat?: { sat: Sat; remainingUses: number }
+  /** From bab4ec1 on: the per-address login window of `address` is spent. */
+  throttle?: { address: string; maxFailures: number }
 }
 
-const FIXTURE_DIR = join(import.meta.dirname, 'fixtures', 'previous-release', testDialect)
-const fixture = JSON.parse(readFileSync(join(FIXTURE_DIR, 'fixture.json'), 'utf8')) as Fixture
-
-let dataDir: string
-let databaseUrl: string
-let dropSchema = async () => {}
-let server: ServerProcess
-let consentUrl: string
+/** Length of the API keys and access tokens each release issued. */
+const CREDENTIAL_LENGTH: Record<string, number> = { b9fbc90: 43, bab4ec1: 36 }
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies, checked field by field
 type Json = any
 
-const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64')
-const basic = (user: string, password = '') =>
-  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+for (const folder of ['previous-release', 'release-bab4ec1']) upgradeSuite(folder)
 
-async function call(
-  method: string,
-  path: string,
-  o: { auth?: string; form?: Record<string, string> } = {},
-): Promise<{ status: number; body: string; json: () => Json }> {
-  const headers: Record<string, string> = {}
-  if (o.auth) headers.authorization = o.auth
-  let body: string | undefined
-  if (o.form) {
-    headers['content-type'] = 'application/x-www-form-urlencoded'
-    body = new URLSearchParams(o.form).toString()
-  }
-  const res = await fetch(`${server.url}${path}`, { method, headers, body })
-  const text = await res.text()
-  return { status: res.status, body: text, json: () => JSON.parse(text) }
-}
+function upgradeSuite(folder: string): void {
+  const FIXTURE_DIR = join(import.meta.dirname, 'fixtures', folder, testDialect)
+  const fixture = JSON.parse(readFileSync(join(FIXTURE_DIR, 'fixture.json'), 'utf8')) as Fixture
+  const length = CREDENTIAL_LENGTH[fixture.release] as number
 
-const login = (form: Record<string, string>) =>
-  call('POST', '/v1/auth/login', { form: { account_id: fixture.bootstrap.account_id, ...form } })
+  describe(`upgrade from ${fixture.release} (${folder}, ${testDialect})`, () => {
+    let dataDir: string
+    let databaseUrl: string
+    let dropSchema = async () => {}
+    let server: ServerProcess
+    let consentUrl: string
 
-/** The previous release's PostgreSQL schema, loaded under a fresh name. */
-async function loadDump(): Promise<string> {
-  const schema = `coffer_prev_${randomBytes(6).toString('hex')}`
-  const sql = readFileSync(join(FIXTURE_DIR, 'dump.sql'), 'utf8')
-    .split('\n')
-    // psql meta-commands (\restrict) are no SQL.
-    .filter((line) => !line.startsWith('\\'))
-    .join('\n')
-    .replaceAll(fixture.schema as string, schema)
-  const c = new pg.Client({ connectionString: TEST_PG_URL })
-  await c.connect()
-  try {
-    await c.query(sql)
-  } finally {
-    await c.end()
-  }
-  dropSchema = async () => {
-    const d = new pg.Client({ connectionString: TEST_PG_URL })
-    await d.connect()
-    await d.query(`drop schema if exists ${schema} cascade`)
-    await d.end()
-  }
-  const u = new URL(TEST_PG_URL)
-  u.searchParams.set('options', `-c search_path=${schema}`)
-  return u.toString()
-}
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64')
+    const basic = (user: string, password = '') =>
+      `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'coffer-upgrade-'))
-  cpSync(join(FIXTURE_DIR, 'datadir'), dataDir, { recursive: true })
-  const env: Record<string, string> = {
-    COFFER_DATA_DIR: dataDir,
-    COFFER_SERVE: 'both',
-    COFFER_CONSENT_PORT: '0',
-  }
-  if (testDialect === 'postgres') {
-    databaseUrl = await loadDump()
-    env.COFFER_DATABASE_URL = databaseUrl
-    env.COFFER_MASTER_KEY = fixture.masterKey as string
-    env.COFFER_CONSENT_JWT_SECRET = fixture.consentJwtSecret as string
-  } else {
-    databaseUrl = join(dataDir, 'coffer.db')
-  }
-  server = await startServerProcess(env)
-  for (let i = 0; i < 100 && !consentUrl; i++) {
-    const m = /Consent API listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())
-    if (m) consentUrl = m[1] as string
-    else await new Promise((r) => setTimeout(r, 50))
-  }
-  if (!consentUrl) throw new Error(`no consent listener: ${server.output()}`)
-}, 60_000)
-
-afterAll(async () => {
-  await server?.stop()
-  await dropSchema()
-  rmSync(dataDir, { recursive: true, force: true })
-})
-
-describe(`upgrade from the previous release (${testDialect})`, () => {
-  it('keeps the bootstrap admin API key (43 characters) working', async () => {
-    expect(fixture.bootstrap.api_key).toHaveLength(43)
-    const res = await call('GET', '/v1/auth/me', { auth: basic(fixture.bootstrap.api_key) })
-    expect(res.status, res.body).toBe(200)
-    expect(res.json().user.username).toBe(fixture.bootstrap.username)
-  })
-
-  it('keeps the access tokens of logins working', async () => {
-    for (const [token, username] of [
-      [fixture.user.accessToken, fixture.user.username],
-      [fixture.adminAccessToken, fixture.bootstrap.username],
-    ] as const) {
-      expect(token).toHaveLength(43)
-      const res = await call('GET', '/v1/auth/me', { auth: basic(token) })
-      expect(res.status, res.body).toBe(200)
-      expect(res.json().user.username).toBe(username)
+    async function call(
+      method: string,
+      path: string,
+      o: { auth?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+    ): Promise<{ status: number; body: string; json: () => Json }> {
+      const headers: Record<string, string> = { ...o.headers }
+      if (o.auth) headers.authorization = o.auth
+      let body: string | undefined
+      if (o.form) {
+        headers['content-type'] = 'application/x-www-form-urlencoded'
+        body = new URLSearchParams(o.form).toString()
+      }
+      const res = await fetch(`${server.url}${path}`, { method, headers, body })
+      const text = await res.text()
+      return { status: res.status, body: text, json: () => JSON.parse(text) }
     }
-  })
 
-  it('logs the users in with their passwords, and the new token works', async () => {
-    const res = await login({ username: fixture.user.username, password: fixture.user.password })
-    expect(res.status, res.body).toBe(200)
-    const token = res.json().user.access_token as string
-    expect(token).toHaveLength(36)
-    const me = await call('GET', '/v1/auth/me', { auth: basic(token) })
-    expect(me.status, me.body).toBe(200)
-    expect(me.json().user.id).toBe(fixture.user.id)
-    const admin = await login({
-      username: fixture.bootstrap.username,
-      password: fixture.bootstrap.password,
+    const login = (form: Record<string, string>, headers?: Record<string, string>) =>
+      call('POST', '/v1/auth/login', {
+        form: { account_id: fixture.bootstrap.account_id, ...form },
+        ...(headers ? { headers } : {}),
+      })
+
+    /**
+     * The fixture's login windows, moved to now: as if the upgrade followed the failures at once
+     * (its windows would otherwise have run out long before the test runs). Old schema: no scope.
+     */
+    const THROTTLE_NOW = `update login_throttle set window_started_at = '${new Date().toISOString()}'`
+
+    /** The previous release's PostgreSQL schema, loaded under a fresh name. */
+    async function loadDump(): Promise<string> {
+      const schema = `coffer_prev_${randomBytes(6).toString('hex')}`
+      const sql = readFileSync(join(FIXTURE_DIR, 'dump.sql'), 'utf8')
+        .split('\n')
+        // psql meta-commands (\restrict) are no SQL.
+        .filter((line) => !line.startsWith('\\'))
+        .join('\n')
+        .replaceAll(fixture.schema as string, schema)
+      const c = new pg.Client({ connectionString: TEST_PG_URL })
+      await c.connect()
+      try {
+        await c.query(sql)
+        await c.query(`set search_path = ${schema}`)
+        await c.query(THROTTLE_NOW)
+      } finally {
+        await c.end()
+      }
+      dropSchema = async () => {
+        const d = new pg.Client({ connectionString: TEST_PG_URL })
+        await d.connect()
+        await d.query(`drop schema if exists ${schema} cascade`)
+        await d.end()
+      }
+      const u = new URL(TEST_PG_URL)
+      u.searchParams.set('options', `-c search_path=${schema}`)
+      return u.toString()
+    }
+
+    beforeAll(async () => {
+      dataDir = mkdtempSync(join(tmpdir(), 'coffer-upgrade-'))
+      cpSync(join(FIXTURE_DIR, 'datadir'), dataDir, { recursive: true })
+      const env: Record<string, string> = {
+        COFFER_DATA_DIR: dataDir,
+        COFFER_SERVE: 'both',
+        COFFER_CONSENT_PORT: '0',
+        // The throttled address is given by X-Forwarded-For, behind one proxy hop (as generated).
+        COFFER_TRUST_PROXY: '1',
+        ...(fixture.throttle
+          ? { COFFER_LOGIN_ADDRESS_MAX_FAILURES: String(fixture.throttle.maxFailures) }
+          : {}),
+      }
+      if (testDialect === 'postgres') {
+        databaseUrl = await loadDump()
+        env.COFFER_DATABASE_URL = databaseUrl
+        env.COFFER_MASTER_KEY = fixture.masterKey as string
+        env.COFFER_CONSENT_JWT_SECRET = fixture.consentJwtSecret as string
+      } else {
+        databaseUrl = join(dataDir, 'coffer.db')
+        const file = new Database(databaseUrl)
+        file.exec(THROTTLE_NOW)
+        file.close()
+      }
+      server = await startServerProcess(env)
+      for (let i = 0; i < 100 && !consentUrl; i++) {
+        const m = /Consent API listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())
+        if (m) consentUrl = m[1] as string
+        else await new Promise((r) => setTimeout(r, 50))
+      }
+      if (!consentUrl) throw new Error(`no consent listener: ${server.output()}`)
+    }, 60_000)
+
+    afterAll(async () => {
+      await server?.stop()
+      await dropSchema()
+      rmSync(dataDir, { recursive: true, force: true })
     })
-    expect(admin.status, admin.body).toBe(200)
-  })
 
-  it('keeps the MFA enrolment: no code is refused, a fresh code logs in', async () => {
-    const { username, password, secret } = fixture.mfaUser
-    const without = await login({ username, password })
-    expect(without.status, without.body).not.toBe(200)
-    // Enrolment used the codes of its step and the next: a fixture younger than a minute has no
-    // fresh code yet (regenerate, then wait a minute before running this).
-    const code = TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: Date.now() })
-    const res = await login({ username, password, mfa_code: code })
-    expect(res.status, res.body).toBe(200)
-    expect(res.json().user.id).toBe(fixture.mfaUser.id)
-  })
+    it(`keeps the bootstrap admin API key (${length} characters) working`, async () => {
+      expect(fixture.bootstrap.api_key).toHaveLength(length)
+      const res = await call('GET', '/v1/auth/me', { auth: basic(fixture.bootstrap.api_key) })
+      expect(res.status, res.body).toBe(200)
+      expect(res.json().user.username).toBe(fixture.bootstrap.username)
+    })
 
-  it('keeps both SATs working (minted by an API key and by an access token)', async () => {
-    for (const sat of [fixture.sats.byApiKey, fixture.sats.byAccessToken]) {
+    it('keeps the access tokens of logins working', async () => {
+      for (const [token, username] of [
+        [fixture.user.accessToken, fixture.user.username],
+        [fixture.adminAccessToken, fixture.bootstrap.username],
+      ] as const) {
+        expect(token).toHaveLength(length)
+        const res = await call('GET', '/v1/auth/me', { auth: basic(token) })
+        expect(res.status, res.body).toBe(200)
+        expect(res.json().user.username).toBe(username)
+      }
+    })
+
+    it('logs the users in with their passwords, and the new token works', async () => {
+      const res = await login({ username: fixture.user.username, password: fixture.user.password })
+      expect(res.status, res.body).toBe(200)
+      const token = res.json().user.access_token as string
+      expect(token).toHaveLength(36)
+      const me = await call('GET', '/v1/auth/me', { auth: basic(token) })
+      expect(me.status, me.body).toBe(200)
+      expect(me.json().user.id).toBe(fixture.user.id)
+      const admin = await login({
+        username: fixture.bootstrap.username,
+        password: fixture.bootstrap.password,
+      })
+      expect(admin.status, admin.body).toBe(200)
+    })
+
+    it('keeps the MFA enrolment: no code is refused, a fresh code logs in', async () => {
+      const { username, password, secret } = fixture.mfaUser
+      const without = await login({ username, password })
+      expect(without.status, without.body).not.toBe(200)
+      // Enrolment used the codes of its step and the next: a fixture younger than a minute has no
+      // fresh code yet (regenerate, then wait a minute before running this).
+      const code = TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: Date.now() })
+      const res = await login({ username, password, mfa_code: code })
+      expect(res.status, res.body).toBe(200)
+      expect(res.json().user.id).toBe(fixture.mfaUser.id)
+    })
+
+    it('keeps both SATs working (minted by an API key and by an access token)', async () => {
+      for (const sat of [fixture.sats.byApiKey, fixture.sats.byAccessToken]) {
+        const auth = basic(sat.http_auth.username, sat.http_auth.password)
+        const res = await call(
+          'GET',
+          `/v1/vaults/${fixture.vault.id}/documents/${fixture.vault.documents[0]?.id}`,
+          { auth },
+        )
+        expect(res.status, `${sat.id}: ${res.body}`).toBe(200)
+      }
+    })
+
+    it.runIf(fixture.limitedSat)('keeps a limited SAT’s remaining uses, no more', async () => {
+      const { sat, remainingUses } = fixture.limitedSat as NonNullable<Fixture['limitedSat']>
       const auth = basic(sat.http_auth.username, sat.http_auth.password)
-      const res = await call(
-        'GET',
-        `/v1/vaults/${fixture.vault.id}/documents/${fixture.vault.documents[0]?.id}`,
-        { auth },
-      )
-      expect(res.status, `${sat.id}: ${res.body}`).toBe(200)
-    }
-  })
-
-  it('reads the documents back and searches the indexed field with a sort', async () => {
-    const auth = basic(fixture.bootstrap.api_key)
-    for (const doc of fixture.vault.documents) {
-      const res = await call('GET', `/v1/vaults/${fixture.vault.id}/documents/${doc.id}`, { auth })
-      expect(res.status, res.body).toBe(200)
-      // The v1 read answers the document's base64 itself.
-      expect(JSON.parse(Buffer.from(res.body, 'base64').toString('utf8'))).toEqual(doc.content)
-    }
-    const search = await call('POST', `/v1/vaults/${fixture.vault.id}/search`, {
-      auth,
-      form: {
-        search_option: b64({
-          filter: { age: { type: 'range', value: { gte: 30 } } },
-          sort: [{ age: 'desc' }],
-          schema_id: fixture.vault.schemaId,
-        }),
-      },
+      const path = `/v1/vaults/${fixture.vault.id}/documents/${fixture.vault.documents[0]?.id}`
+      const statuses: number[] = []
+      for (let i = 0; i <= remainingUses; i++)
+        statuses.push((await call('GET', path, { auth })).status)
+      expect(statuses).toEqual([...Array(remainingUses).fill(200), 401])
     })
-    expect(search.status, search.body).toBe(200)
-    const expected = fixture.vault.documents
-      .filter((d) => d.content.age >= 30)
-      .sort((a, b) => b.content.age - a.content.age)
-      .map((d) => d.id)
-    expect(search.json().data.documents.map((h: { document_id: string }) => h.document_id)).toEqual(
-      expected,
-    )
-  })
 
-  it('downloads the BLOB byte-identical', async () => {
-    const res = await fetch(
-      `${server.url}/v1/vaults/${fixture.vault.id}/blobs/${fixture.blob.id}`,
-      {
-        headers: { authorization: basic(fixture.bootstrap.api_key) },
-      },
-    )
-    expect(res.status).toBe(200)
-    expect(
-      Buffer.from(await res.arrayBuffer()).equals(Buffer.from(fixture.blob.base64, 'base64')),
-    ).toBe(true)
-  })
+    it.runIf(fixture.throttle)('keeps a spent per-address login window spent', async () => {
+      const { address } = fixture.throttle as NonNullable<Fixture['throttle']>
+      const right = { username: fixture.user.username, password: fixture.user.password }
+      const refused = await login(right, { 'x-forwarded-for': address })
+      expect(refused.status, refused.body).toBe(429)
+      // The same right password from another address: the refusal was the carried-over window.
+      const other = await login(right, { 'x-forwarded-for': '203.0.113.10' })
+      expect(other.status, other.body).toBe(200)
+    })
 
-  it('reads the consent record back for the same consumer', async () => {
-    const res = await fetch(
-      `${consentUrl}/api/v1/cmp/consent?${new URLSearchParams(fixture.consent.query)}`,
-    )
-    const body = (await res.json()) as Json
-    expect(res.status, JSON.stringify(body)).toBe(200)
-    const { jwt: _jwt, ...rest } = body
-    const { jwt: _old, ...was } = fixture.consent.record
-    expect(rest).toEqual({ ...was, isExisting: true })
-  })
+    it('reads the documents back and searches the indexed field with a sort', async () => {
+      const auth = basic(fixture.bootstrap.api_key)
+      for (const doc of fixture.vault.documents) {
+        const res = await call('GET', `/v1/vaults/${fixture.vault.id}/documents/${doc.id}`, {
+          auth,
+        })
+        expect(res.status, res.body).toBe(200)
+        // The v1 read answers the document's base64 itself.
+        expect(JSON.parse(Buffer.from(res.body, 'base64').toString('utf8'))).toEqual(doc.content)
+      }
+      const search = await call('POST', `/v1/vaults/${fixture.vault.id}/search`, {
+        auth,
+        form: {
+          search_option: b64({
+            filter: { age: { type: 'range', value: { gte: 30 } } },
+            sort: [{ age: 'desc' }],
+            schema_id: fixture.vault.schemaId,
+          }),
+        },
+      })
+      expect(search.status, search.body).toBe(200)
+      const expected = fixture.vault.documents
+        .filter((d) => d.content.age >= 30)
+        .sort((a, b) => b.content.age - a.content.age)
+        .map((d) => d.id)
+      expect(
+        search.json().data.documents.map((h: { document_id: string }) => h.document_id),
+      ).toEqual(expected)
+    })
 
-  it('does not bootstrap again: one account, the bootstrap row names it', async () => {
-    expect(server.output()).not.toContain('created the first account')
-    const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
-    try {
-      const accounts = await store.db.selectFrom('accounts').select('id').execute()
-      expect(accounts.map((a) => a.id)).toEqual([fixture.bootstrap.account_id])
-      const rows = await store.db.selectFrom('bootstrap').selectAll().execute()
-      expect(rows).toEqual([
-        expect.objectContaining({ id: 'first-account', account_id: fixture.bootstrap.account_id }),
-      ])
-    } finally {
-      await store.close()
-    }
+    it('downloads the BLOB byte-identical', async () => {
+      const res = await fetch(
+        `${server.url}/v1/vaults/${fixture.vault.id}/blobs/${fixture.blob.id}`,
+        {
+          headers: { authorization: basic(fixture.bootstrap.api_key) },
+        },
+      )
+      expect(res.status).toBe(200)
+      expect(
+        Buffer.from(await res.arrayBuffer()).equals(Buffer.from(fixture.blob.base64, 'base64')),
+      ).toBe(true)
+    })
+
+    it('reads the consent record back for the same consumer', async () => {
+      const res = await fetch(
+        `${consentUrl}/api/v1/cmp/consent?${new URLSearchParams(fixture.consent.query)}`,
+      )
+      const body = (await res.json()) as Json
+      expect(res.status, JSON.stringify(body)).toBe(200)
+      const { jwt: _jwt, ...rest } = body
+      const { jwt: _old, ...was } = fixture.consent.record
+      expect(rest).toEqual({ ...was, isExisting: true })
+    })
+
+    it('leaves an upgraded schema that keeps the shard rule', async () => {
+      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      try {
+        expect(shardRuleViolations(await readSchema(store.db))).toEqual([])
+      } finally {
+        await store.close()
+      }
+    })
+
+    it('does not bootstrap again: one account, the bootstrap row names it', async () => {
+      expect(server.output()).not.toContain('created the first account')
+      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      try {
+        const accounts = await store.db.selectFrom('accounts').select('id').execute()
+        expect(accounts.map((a) => a.id)).toEqual([fixture.bootstrap.account_id])
+        const rows = await store.db.selectFrom('bootstrap').selectAll().execute()
+        expect(rows).toEqual([
+          expect.objectContaining({
+            id: 'first-account',
+            account_id: fixture.bootstrap.account_id,
+          }),
+        ])
+      } finally {
+        await store.close()
+      }
+    })
   })
-})
+}

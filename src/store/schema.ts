@@ -1,7 +1,8 @@
 /**
- * Row types of every table. Portable column conventions (docs/architecture.md, Data): text UUID ids
- * made in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text. Every
- * tenant-owned table leads its keys with `account_id`.
+ * Row types of every table. Portable column conventions (docs/architecture.md, Data): text UUID ids made
+ * in the app, ISO-8601 UTC text timestamps, 0/1 integers for booleans, JSON as text.
+ * Every tenant-owned table leads its keys with `account_id` (test/schema-shard-rule.test.ts
+ * enforces it, and names the few tables that are distributed otherwise).
  */
 import type { Generated } from 'kysely'
 /** The singleton row of the first account (migration 0010): present once one exists. */
@@ -30,14 +31,24 @@ export interface UsersTable {
   updated_at: string
 }
 
-/** API keys and access tokens, stored only as digests and looked up by digest. */
+/** API keys and access tokens, stored only as digests; key (account_id, digest) (0012). */
 export interface CredentialsTable {
-  digest: string
   account_id: string
+  digest: string
   user_id: string
   kind: string
   expires_at: string | null
   created_at: string
+}
+
+/**
+ * Which account a presented secret belongs to: digest of an API key, access token or SAT
+ * password → account (0012). The one table distributed by digest rather than account: it is
+ * read once per request, to route every other query of that request to the account's shard.
+ */
+export interface CredentialDirectoryTable {
+  digest: string
+  account_id: string
 }
 
 export interface GroupsTable {
@@ -55,8 +66,13 @@ export interface GroupMembersTable {
   user_id: string
 }
 
-/** Login failure counters; `key` is a digest of (scope, account, username[, client]). */
+/**
+ * Fixed-window counters (login failures, message and reset-email counts); `key` is a digest of
+ * what is counted. `account_id` is the account counted in, or '' (SERVER_SCOPE) for server-wide
+ * windows, which belong to no account (0012).
+ */
 export interface LoginThrottleTable {
+  account_id: string
   key: string
   window_started_at: string
   failures: number
@@ -266,6 +282,7 @@ export interface Database {
   bootstrap: BootstrapTable
   users: UsersTable
   credentials: CredentialsTable
+  credential_directory: CredentialDirectoryTable
   groups: GroupsTable
   group_members: GroupMembersTable
   login_throttle: LoginThrottleTable

@@ -248,7 +248,10 @@ describe('messaging: per-user hourly limit', () => {
     for (let i = 0; i < MESSAGES_PER_USER.max - 1; i++)
       await bumpWindow(
         t.deps.store.db,
-        `message\n${t.admin.account_id}\n${target.id}`,
+        {
+          scope: t.admin.account_id,
+          key: `message\n${t.admin.account_id}\n${target.id}`,
+        },
         clock.now(),
         MESSAGES_PER_USER.windowMs,
       )

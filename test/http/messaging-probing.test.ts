@@ -129,7 +129,7 @@ describe('messaging: an unresolvable value is answered only after the rate limit
     for (let i = 0; i < count; i++)
       await bumpWindow(
         t.deps.store.db,
-        `message\n${t.admin.account_id}\n${userId}`,
+        { scope: t.admin.account_id, key: `message\n${t.admin.account_id}\n${userId}` },
         clock.now(),
         MESSAGES_PER_USER.windowMs,
       )

@@ -1,3 +1,4 @@
+import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
 import { precompiled } from '../../store/precompiled.js'
 
@@ -18,63 +19,73 @@ export interface ActiveCredential {
 /** Credentials of users whose status still lets them act (LOCKED and DEACTIVATED cannot). */
 const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 
-const findUsableQuery = precompiled((db: Executor, digest: string, now: string) =>
-  db
-    .selectFrom('credentials as c')
-    .innerJoin('users as u', (j) =>
-      j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
-    )
-    .select([
-      'c.digest',
-      'c.account_id',
-      'c.user_id',
-      'c.kind',
-      'u.username',
-      'u.status',
-      'u.attributes',
-      'u.mfa_enrolled',
-    ])
-    .where('c.digest', '=', digest)
-    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
-    .where('u.status', 'in', USABLE_STATUSES),
+const findUsableQuery = precompiled(
+  (db: Executor, accountId: string, digest: string, now: string) =>
+    db
+      .selectFrom('credentials as c')
+      .innerJoin('users as u', (j) =>
+        j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
+      )
+      .select([
+        'c.digest',
+        'c.account_id',
+        'c.user_id',
+        'c.kind',
+        'u.username',
+        'u.status',
+        'u.attributes',
+        'u.mfa_enrolled',
+      ])
+      .where('c.account_id', '=', accountId)
+      .where('c.digest', '=', digest)
+      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
+      .where('u.status', 'in', USABLE_STATUSES),
 )
 
-/** The credential with this digest, if unexpired and its user may still act (hot path). */
+/**
+ * The credential with this digest, if unexpired and its user may still act (hot path): its
+ * account from the directory (routed by digest; remembered for repeat callers), then the
+ * credential and its user in that account (routed by account).
+ */
 export async function findUsable(
   db: Executor,
   digest: string,
   now: string,
 ): Promise<ActiveCredential | undefined> {
-  const [row] = await findUsableQuery(db, digest, now)
-  return row as ActiveCredential | undefined
+  return routeByDigest(db, digest, async (accountId) => {
+    const [row] = await findUsableQuery(db, accountId, digest, now)
+    return row as ActiveCredential | undefined
+  })
 }
 
-const findUsableWithPoliciesQuery = precompiled((db: Executor, digest: string, now: string) =>
-  db
-    .selectFrom('credentials as c')
-    .innerJoin('users as u', (j) =>
-      j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
-    )
-    .leftJoin('group_members as m', (j) =>
-      j.onRef('m.account_id', '=', 'c.account_id').onRef('m.user_id', '=', 'c.user_id'),
-    )
-    .leftJoin('groups as g', (j) =>
-      j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
-    )
-    .select([
-      'c.digest',
-      'c.account_id',
-      'c.user_id',
-      'c.kind',
-      'u.username',
-      'u.status',
-      'u.attributes',
-      'u.mfa_enrolled',
-      'g.policy',
-    ])
-    .where('c.digest', '=', digest)
-    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
-    .where('u.status', 'in', USABLE_STATUSES),
+const findUsableWithPoliciesQuery = precompiled(
+  (db: Executor, accountId: string, digest: string, now: string) =>
+    db
+      .selectFrom('credentials as c')
+      .innerJoin('users as u', (j) =>
+        j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
+      )
+      .leftJoin('group_members as m', (j) =>
+        j.onRef('m.account_id', '=', 'c.account_id').onRef('m.user_id', '=', 'c.user_id'),
+      )
+      .leftJoin('groups as g', (j) =>
+        j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
+      )
+      .select([
+        'c.digest',
+        'c.account_id',
+        'c.user_id',
+        'c.kind',
+        'u.username',
+        'u.status',
+        'u.attributes',
+        'u.mfa_enrolled',
+        'g.policy',
+      ])
+      .where('c.account_id', '=', accountId)
+      .where('c.digest', '=', digest)
+      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
+      .where('u.status', 'in', USABLE_STATUSES),
 )
 
 /**
@@ -87,12 +98,14 @@ export async function findUsableWithPolicies(
   digest: string,
   now: string,
 ): Promise<{ credential: ActiveCredential; policies: string[] } | undefined> {
-  const rows = await findUsableWithPoliciesQuery(db, digest, now)
-  const [first] = rows
-  if (!first) return undefined
-  const { policy: _policy, ...credential } = first
-  const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
-  return { credential: credential as ActiveCredential, policies }
+  return routeByDigest(db, digest, async (accountId) => {
+    const rows = await findUsableWithPoliciesQuery(db, accountId, digest, now)
+    const [first] = rows
+    if (!first) return undefined
+    const { policy: _policy, ...credential } = first
+    const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
+    return { credential: credential as ActiveCredential, policies }
+  })
 }
 
 export async function insert(
@@ -106,16 +119,32 @@ export async function insert(
     created_at: string
   },
 ): Promise<void> {
+  await addDigest(db, row.digest, row.account_id)
   await db.insertInto('credentials').values(row).execute()
 }
 
+/** A delete of the account's credentials, narrowed by the caller. */
+const deleteInAccount = (db: Executor, accountId: string) =>
+  db.deleteFrom('credentials').where('account_id', '=', accountId)
+
+/**
+ * Runs the delete and forgets the deleted digests in the directory; how many. Should the second
+ * step fail, the rows left behind grant nothing (store/credential-directory.repo.ts).
+ */
+async function deleteAndForget(
+  db: Executor,
+  q: ReturnType<typeof deleteInAccount>,
+): Promise<number> {
+  const deleted = await q.returning('digest').execute()
+  await removeDigests(
+    db,
+    deleted.map((r) => r.digest),
+  )
+  return deleted.length
+}
+
 export async function deleteByDigest(db: Executor, accountId: string, digest: string) {
-  const result = await db
-    .deleteFrom('credentials')
-    .where('account_id', '=', accountId)
-    .where('digest', '=', digest)
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
+  return deleteAndForget(db, deleteInAccount(db, accountId).where('digest', '=', digest))
 }
 
 export async function deleteForUser(
@@ -124,12 +153,9 @@ export async function deleteForUser(
   userId: string,
   kind?: StoredCredentialKind,
 ): Promise<void> {
-  let q = db
-    .deleteFrom('credentials')
-    .where('account_id', '=', accountId)
-    .where('user_id', '=', userId)
+  let q = deleteInAccount(db, accountId).where('user_id', '=', userId)
   if (kind) q = q.where('kind', '=', kind)
-  await q.execute()
+  await deleteAndForget(db, q)
 }
 
 /** Deletes the user's access tokens, all but `keepDigest` when given; returns how many. */
@@ -139,12 +165,9 @@ export async function deleteAccessTokens(
   userId: string,
   keepDigest?: string,
 ): Promise<number> {
-  let q = db
-    .deleteFrom('credentials')
-    .where('account_id', '=', accountId)
+  let q = deleteInAccount(db, accountId)
     .where('user_id', '=', userId)
     .where('kind', '=', 'access_token')
   if (keepDigest !== undefined) q = q.where('digest', '!=', keepDigest)
-  const result = await q.executeTakeFirst()
-  return Number(result.numDeletedRows)
+  return deleteAndForget(db, q)
 }

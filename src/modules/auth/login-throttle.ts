@@ -3,7 +3,13 @@ import { clientNetwork } from '../../lib/client-network.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import type { Executor } from '../../store/executor.js'
-import { bumpAttemptsAt, peekAttempts, settleAttempts } from '../../store/window-counter.js'
+import {
+  bumpAttemptsAt,
+  type CounterKey,
+  peekAttempts,
+  SERVER_SCOPE,
+  settleAttempts,
+} from '../../store/window-counter.js'
 import { SpentWindows } from './spent-windows.js'
 
 /**
@@ -58,8 +64,7 @@ export const DEFAULT_IN_FLIGHT_WAIT_MS = 5000
 const FIRST_PAUSE_MS = 20
 const MAX_PAUSE_MS = 250
 
-interface CountedWindow {
-  key: string
+interface CountedWindow extends CounterKey {
   windowMs: number
   limit: WindowLimit
   spareKnown: boolean
@@ -81,12 +86,22 @@ async function verdictOf(
 const retryAfterOf = (windowEndsAt: Date, now: Date) =>
   Math.max(1, Math.ceil((windowEndsAt.getTime() - now.getTime()) / 1000))
 
-const clientKey = (a: LoginAttempt) =>
-  digestSecret(`client\n${a.accountId}\n${a.username}\n${a.client}`)
-const userKey = (a: LoginAttempt) => digestSecret(`user\n${a.accountId}\n${a.username}`)
-const addressKey = (a: LoginAttempt) => digestSecret(`address\n${clientNetwork(a.client)}`)
+// Per-account windows count in the account's scope (its shard); the per-address and server-wide
+// ones span every account, so they count in SERVER_SCOPE.
+const clientKey = (a: LoginAttempt): CounterKey => ({
+  scope: a.accountId,
+  key: digestSecret(`client\n${a.accountId}\n${a.username}\n${a.client}`),
+})
+const userKey = (a: LoginAttempt): CounterKey => ({
+  scope: a.accountId,
+  key: digestSecret(`user\n${a.accountId}\n${a.username}`),
+})
+const addressKey = (a: LoginAttempt): CounterKey => ({
+  scope: SERVER_SCOPE,
+  key: digestSecret(`address\n${clientNetwork(a.client)}`),
+})
 /** One row for the whole server (every node shares it through the database). */
-const GLOBAL_KEY = digestSecret('global-login-failures')
+const GLOBAL_KEY: CounterKey = { scope: SERVER_SCOPE, key: digestSecret('global-login-failures') }
 const clientDigest = (client: string) => digestSecret(`ip\n${client}`)
 
 type Verdict = 'ok' | 'spared' | 'spent' | 'busy'
@@ -191,14 +206,14 @@ export class LoginThrottle {
   #windows(a: LoginAttempt): CountedWindow[] {
     return [
       {
-        key: addressKey(a),
+        ...addressKey(a),
         windowMs: this.#limits.perAddress.windowMs,
         limit: this.#limits.perAddress,
         spareKnown: false,
         remembered: true,
       },
       {
-        key: clientKey(a),
+        ...clientKey(a),
         windowMs: PER_CLIENT.windowMs,
         limit: PER_CLIENT,
         spareKnown: false,
@@ -206,14 +221,14 @@ export class LoginThrottle {
         remembered: false,
       },
       {
-        key: GLOBAL_KEY,
+        ...GLOBAL_KEY,
         windowMs: this.#limits.global.windowMs,
         limit: this.#limits.global,
         spareKnown: true,
         remembered: true,
       },
       {
-        key: userKey(a),
+        ...userKey(a),
         windowMs: PER_USER.windowMs,
         limit: PER_USER,
         spareKnown: true,
@@ -223,11 +238,7 @@ export class LoginThrottle {
   }
 
   async #settle(windows: CountedWindow[], uncount: boolean): Promise<void> {
-    await settleAttempts(
-      this.db,
-      windows.map((w) => w.key),
-      uncount,
-    )
+    await settleAttempts(this.db, windows, uncount)
     this.#wakeOne()
   }
 
@@ -279,7 +290,7 @@ export class LoginThrottle {
       db,
       [addressKey(a), clientKey(a), GLOBAL_KEY, userKey(a)],
       true,
-      clientKey(a),
+      clientKey(a).key,
     )
     await db
       .insertInto('login_known_clients')

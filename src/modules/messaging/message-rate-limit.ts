@@ -18,8 +18,8 @@ export class MessageRateLimit {
   ) {}
 
   async take(accountId: string, userId: string): Promise<void> {
-    const key = `message\n${accountId}\n${userId}`
-    const count = await bumpWindow(this.db, key, this.clock.now(), this.limit.windowMs)
+    const counter = { scope: accountId, key: `message\n${accountId}\n${userId}` }
+    const count = await bumpWindow(this.db, counter, this.clock.now(), this.limit.windowMs)
     if (count > this.limit.max) {
       throw new AppError(
         429,

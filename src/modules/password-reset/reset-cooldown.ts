@@ -33,6 +33,9 @@ export class ResetCooldown {
   }
 }
 
-// Digested like every other counter key: the table never holds ids in the clear.
-const keyOf = (accountId: string, flowId: string, userId: string) =>
-  digestSecret(`password-reset-email\n${accountId}\n${flowId}\n${userId}`)
+// Digested like every other counter key: the table never holds ids in the clear. Counted in
+// the account's scope (its shard).
+const keyOf = (accountId: string, flowId: string, userId: string) => ({
+  scope: accountId,
+  key: digestSecret(`password-reset-email\n${accountId}\n${flowId}\n${userId}`),
+})

@@ -1,4 +1,5 @@
 import { PostgresAdapter, sql } from 'kysely'
+import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
 import type { ScopedAccessTokensTable } from '../../store/schema.js'
 
@@ -18,13 +19,28 @@ export interface SatWithCreator extends SatRow {
 /** Which SATs a caller manages: a user, those made for them; a SAT, those it minted itself. */
 export type SatOwner = { creatorId: string } | { parentId: string }
 
+/** Stores the SAT, its secret's digest first in the directory (the account's address). */
 export async function insert(db: Executor, row: SatRow): Promise<void> {
+  await addDigest(db, row.secret_digest, row.account_id)
   await db.insertInto('scoped_access_tokens').values(row).execute()
 }
 
-/** Looked up by id alone: `http_auth.username` carries no account. */
-export async function findWithCreator(
+/**
+ * The SAT with this id and password digest, with its creator's status. `http_auth` carries no
+ * account: the directory names it by the password's digest (routed by digest), then the SAT is
+ * read in that account. Undefined for a wrong password or id.
+ */
+export function findBySecret(
   db: Executor,
+  id: string,
+  secretDigest: string,
+): Promise<SatWithCreator | undefined> {
+  return routeByDigest(db, secretDigest, (accountId) => findWithCreator(db, accountId, id))
+}
+
+async function findWithCreator(
+  db: Executor,
+  accountId: string,
   id: string,
 ): Promise<SatWithCreator | undefined> {
   return (
@@ -44,6 +60,7 @@ export async function findWithCreator(
       .selectAll('s')
       .select(['u.status as creator_status', 'c.expires_at as session_expires_at'])
       .select('c.digest as session_found')
+      .where('s.account_id', '=', accountId)
       .where('s.id', '=', id)
       .executeTakeFirst()
   )
@@ -118,14 +135,23 @@ export async function findOwned(
   return owned(db, accountId, owner).selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-/** Deletes the SAT; its descendants go with it (foreign key, on delete cascade). */
+/**
+ * Deletes the SAT; its descendants go with it (foreign key, on delete cascade). Its directory
+ * row goes too; its descendants' rows stay behind, pointing at SATs that no longer exist, which
+ * grants nothing (store/credential-directory.repo.ts).
+ */
 export async function remove(db: Executor, accountId: string, id: string): Promise<boolean> {
-  const result = await db
+  const deleted = await db
     .deleteFrom('scoped_access_tokens')
     .where('account_id', '=', accountId)
     .where('id', '=', id)
-    .executeTakeFirst()
-  return Number(result.numDeletedRows) > 0
+    .returning('secret_digest')
+    .execute()
+  await removeDigests(
+    db,
+    deleted.map((r) => r.secret_digest),
+  )
+  return deleted.length > 0
 }
 
 /** SATs the server issued with exactly this policy under this creator and parent. */
@@ -162,7 +188,7 @@ export async function removeIssued(
   key: { accountId: string; creatorId: string; parentId: string | null; policy: string },
   name: string,
 ): Promise<void> {
-  await db
+  const deleted = await db
     .deleteFrom('scoped_access_tokens')
     .where('account_id', '=', key.accountId)
     .where(
@@ -172,7 +198,12 @@ export async function removeIssued(
         .select('id')
         .where('name', '=', name),
     )
+    .returning('secret_digest')
     .execute()
+  await removeDigests(
+    db,
+    deleted.map((r) => r.secret_digest),
+  )
 }
 
 /**

@@ -277,9 +277,11 @@ export class SatsService implements ScopedTokenResolver {
   async resolve(username: string, password: string): Promise<SatPrincipal | null> {
     const id = satIdOf(username)
     if (!id) return null
-    const row = await repo.findWithCreator(this.db, id)
+    // The password's digest names the account (directory); a wrong password finds none.
+    const digest = digestSecret(password)
+    const row = await repo.findBySecret(this.db, id, digest)
     // The digest comparison runs even for an unknown id, so timing does not tell ids apart.
-    const matches = safeEqual(row?.secret_digest ?? '', digestSecret(password))
+    const matches = safeEqual(row?.secret_digest ?? '', digest)
     if (!row || !matches) return null
     const now = this.clock.now().toISOString()
     if (!isLive(row, now) || !USABLE_CREATOR.has(row.creator_status)) return null
