@@ -1,11 +1,22 @@
 #!/usr/bin/env node
 import { mkdirSync, renameSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
-import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } from './config.js'
+import type { BlobStore } from './blob/blob-store.js'
+import { type BlobStoreTarget, checkBlobStoreAtStart } from './blob/startup-check.js'
+import {
+  type Config,
+  ConfigError,
+  clusterBlobProblems,
+  loadConfig,
+  SERVE_MODES,
+  type ServeMode,
+} from './config.js'
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { checkListenAddresses } from './http/listen-check.js'
 import { buildMetricsApp } from './http/metrics.js'
 import { closeOnSignals } from './http/shutdown.js'
 import { isUuid } from './lib/ids.js'
@@ -72,9 +83,9 @@ async function open(config: Config): Promise<Store> {
 async function start(
   config: Config,
   log: (msg: object, text: string) => void,
-  withConsent = false,
-  meter?: Meter,
+  options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
+  const { withConsent = false, meter } = options
   const store = await open(config)
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
@@ -83,7 +94,7 @@ async function start(
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
     masterKey: key,
-    blobStore: blobStoreFor(config),
+    blobStore: options.blobStore ?? blobStoreFor(config),
     ...(meter ? { meter } : {}),
     providers: config.providers,
     hashingLimits: config.argon2,
@@ -162,13 +173,13 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     pending.push([obj, msg])
   }
   const metricsConfig = config.operations.metrics
+  const blobStore = await checkBeforeWriting(config, mode)
   const metrics = metricsFor(config)
-  const { store, deps } = await start(
-    config,
-    (obj, msg) => log(obj, msg),
-    mode !== 'api',
-    metrics?.meter,
-  )
+  const { store, deps } = await start(config, (obj, msg) => log(obj, msg), {
+    withConsent: mode !== 'api',
+    ...(metrics ? { meter: metrics.meter } : {}),
+    blobStore,
+  })
   if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
   // Without a port of its own, `/metrics` is served on the API listeners (behind the token).
   const appMetrics = metrics
@@ -229,6 +240,61 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
   })
+}
+
+/**
+ * What settings alone cannot tell, checked before anything is written (a database file, a key,
+ * the first account): the cluster BLOB rule, every listener's address, and (when the main API,
+ * the only user of BLOBs, is served) that the BLOB store can be used. Returns that store.
+ */
+async function checkBeforeWriting(config: Config, mode: ServeMode): Promise<BlobStore> {
+  const servesApi = mode !== 'consent'
+  if (servesApi) {
+    const problems = clusterBlobProblems(config)
+    if (problems.length > 0) throw new ConfigError(problems)
+  }
+  const metrics = config.operations.metrics
+  await checkListenAddresses([
+    ...(servesApi
+      ? [{ settings: 'COFFER_HOST/COFFER_PORT', host: config.host, port: config.port }]
+      : []),
+    ...(mode !== 'api'
+      ? [
+          {
+            settings: 'COFFER_CONSENT_HOST/COFFER_CONSENT_PORT',
+            host: config.consentHost,
+            port: config.consentPort,
+          },
+        ]
+      : []),
+    ...(metrics.port !== undefined
+      ? [
+          {
+            settings: 'COFFER_METRICS_HOST/COFFER_METRICS_PORT',
+            host: metrics.host,
+            port: metrics.port,
+          },
+        ]
+      : []),
+  ])
+  const blobStore = blobStoreFor(config)
+  if (servesApi) {
+    await checkBlobStoreAtStart(blobStore, blobStoreTarget(config), config.blobCheckTimeoutMs)
+  }
+  return blobStore
+}
+
+function blobStoreTarget(config: Config): BlobStoreTarget {
+  if (config.blobStore === 's3' && config.s3) {
+    const { bucket, endpoint, region } = config.s3
+    return { kind: 's3', bucket, endpoint, region }
+  }
+  const byDefault = config.blobDir === join(config.dataDir, 'blobs')
+  return {
+    kind: 'fs',
+    dir: config.blobDir,
+    dirSetting: byDefault ? 'COFFER_DATA_DIR' : 'COFFER_BLOB_DIR',
+  }
 }
 
 /** Metrics are collected only when served: on their own port, or behind a token. */

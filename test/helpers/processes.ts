@@ -120,7 +120,10 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
   const masterKey = MasterKey.generate()
   let url: string
   let dropSchema = async () => {}
+  // PostgreSQL means a cluster: its nodes must be told where the BLOBs every node sees live.
+  let blobs: Record<string, string> = {}
   if (testDialect === 'postgres') {
+    blobs = clusterBlobEnv(join(dataDir(), 'blobs'))
     const schema = `coffer_proc_${randomBytes(6).toString('hex')}`
     const admin = new pg.Client({ connectionString: TEST_PG_URL })
     await admin.connect()
@@ -143,6 +146,7 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
       COFFER_DATA_DIR: dir,
       COFFER_DATABASE_URL: url,
       COFFER_MASTER_KEY: masterKey.toBase64(),
+      ...blobs,
     }),
     masterKey,
     dataDir,
@@ -153,6 +157,14 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
       for (const d of dirs) rmSync(d, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The settings a node on PostgreSQL needs for its BLOBs (issue 12, point 7): a folder declared
+ * shared by every node. `coffer serve` on PostgreSQL refuses to start without such a choice.
+ */
+export function clusterBlobEnv(dir: string): Record<string, string> {
+  return { COFFER_BLOB_STORE: 'fs', COFFER_BLOB_DIR: dir, COFFER_BLOB_DIR_SHARED: 'true' }
 }
 
 /** The admin credentials the first start of an empty database wrote into its data folder. */
