@@ -13,6 +13,7 @@ import {
   SERVE_MODES,
   type ServeMode,
 } from './config.js'
+import { EnvFileError, type EnvFileOutcome, loadEnvFile } from './config-env-file.js'
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
@@ -166,9 +167,12 @@ async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: st
   }
 }
 
-async function serve(config: Config, mode: ServeMode): Promise<void> {
+async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): Promise<void> {
   // Messages from before the app's logger exists are kept and logged once it does.
   const pending: [object, string][] = []
+  // Names only: the values are settings, some of them secrets.
+  if (envFile.file)
+    pending.push([{ file: envFile.file, settings: envFile.applied }, 'read settings file'])
   let log = (obj: object, msg: string) => {
     pending.push([obj, msg])
   }
@@ -361,11 +365,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE)
     return command ? 0 : 1
   }
+  // Before anything reads a setting: the file fills in what the environment does not set.
+  const envFile = loadEnvFile()
   const config = loadConfig()
   const stderrLog = (obj: object, msg: string) =>
     process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
-    await serve(config, serveMode(argv.slice(1), config.serve))
+    await serve(config, serveMode(argv.slice(1), config.serve), envFile)
     return -1
   }
   if (command === 'migrate') {
@@ -420,7 +426,8 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code)
   },
   (error: unknown) => {
-    if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`)
+    if (error instanceof ConfigError || error instanceof EnvFileError)
+      process.stderr.write(`${error.message}\n`)
     else process.stderr.write(`coffer: ${error instanceof Error ? error.message : String(error)}\n`)
     process.exit(1)
   },

@@ -50,7 +50,14 @@ async function deployment(): Promise<Record<string, string>> {
 function env(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env }
   for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_PORT: '0', COFFER_CONSENT_PORT: '0', ...extra }
+  return {
+    ...base,
+    COFFER_LOG_LEVEL: 'info',
+    COFFER_PORT: '0',
+    COFFER_CONSENT_PORT: '0',
+    COFFER_ENV_FILE: 'none',
+    ...extra,
+  }
 }
 
 interface Served {

@@ -1,8 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { MasterKey } from '../../src/crypto/master-key.js'
@@ -10,7 +12,12 @@ import type { AccountCredentials } from '../../src/modules/accounts/accounts.ser
 import { openStore, type Store } from '../../src/store/db.js'
 import { TEST_PG_URL, testDialect } from './store.js'
 
-const MAIN = ['--import', 'tsx', 'src/main.ts']
+/** Absolute, so a process may run in another working directory (a folder with its own `.env`). */
+const MAIN = [
+  '--import',
+  pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
+  fileURLToPath(new URL('../../src/main.ts', import.meta.url)),
+]
 const execFileAsync = promisify(execFile)
 
 export interface ServerProcess {
@@ -21,28 +28,33 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
-/** The environment of a spawned `coffer`: only the given COFFER_ settings, none inherited. */
+/**
+ * The environment of a spawned `coffer`: only the given COFFER_ settings, none inherited, and
+ * no `.env` read (a developer's own would leak in) unless a test sets COFFER_ENV_FILE.
+ */
 export function cofferEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env }
   for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  return { ...base, COFFER_LOG_LEVEL: 'info', ...extra }
+  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_ENV_FILE: 'none', ...extra }
 }
 
 /** Runs one `coffer` command to its end; rejects when it exits non-zero (see cofferFails). */
 export function runCoffer(
   args: string[],
   env: Record<string, string>,
+  options: { cwd?: string } = {},
 ): Promise<{ stdout: string; stderr: string }> {
-  return execFileAsync(process.execPath, [...MAIN, ...args], { env: cofferEnv(env) })
+  return execFileAsync(process.execPath, [...MAIN, ...args], { env: cofferEnv(env), ...options })
 }
 
 /** Runs one `coffer` command that must fail; throws if it succeeds. */
 export async function cofferFails(
   args: string[],
   env: Record<string, string>,
+  options: { cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout } = await runCoffer(args, env)
+    const { stdout } = await runCoffer(args, env, options)
     throw new Error(`coffer ${args.join(' ')} succeeded: ${stdout}`)
   } catch (e) {
     const failed = e as { code?: unknown; stdout?: string; stderr?: string }
@@ -52,11 +64,15 @@ export async function cofferFails(
 }
 
 /** Starts `coffer serve` as its own process; resolves once it listens. */
-export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export function startServerProcess(
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...MAIN, 'serve'], {
     // The main API only: these tests are about it, and a consent listener would need its own
     // port and, on PostgreSQL, a shared secret.
     env: cofferEnv({ COFFER_PORT: '0', COFFER_SERVE: 'api', ...env }),
+    ...options,
   })
   let out = ''
   let listening = false
