@@ -1,7 +1,10 @@
 import { isIP } from 'node:net'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
+import { type BlobSettings, blobSettings, databaseUrl, type S3Config } from './config-storage.js'
 import { defaultHashingLimits } from './crypto/passwords.js'
 import { parseOriginList } from './lib/origins.js'
+
+export { clusterBlobProblems, type S3Config } from './config-storage.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
@@ -26,10 +29,16 @@ export interface Config {
   newMasterKey: string | undefined
   /** Where the master key is read from (and, for a new embedded database, generated into). */
   masterKeyFile: string
-  blobStore: 'fs' | 's3'
-  /** Folder of the filesystem blob store. */
+  blobStore: BlobSettings['blobStore']
+  /** COFFER_BLOB_STORE was given (PostgreSQL asks for it: see clusterBlobProblems). */
+  blobStoreExplicit: boolean
+  /** Folder of the filesystem blob store (COFFER_BLOB_DIR). */
   blobDir: string
+  /** The operator declares `blobDir` shared by every node (COFFER_BLOB_DIR_SHARED). */
+  blobDirShared: boolean
   s3: S3Config | undefined
+  /** Bound on the start-up check that the BLOB store answers, in milliseconds. */
+  blobCheckTimeoutMs: number
   /** Where messages go (SendGrid, Twilio): operator configuration, never caller-supplied. */
   providers: ProviderConfig
   /** Life of the single-use credential a password reset email carries. */
@@ -151,7 +160,7 @@ function operations(env: NodeJS.ProcessEnv, problems: string[]): OperationsConfi
     shutdownDelayMs: intSetting(env, 'COFFER_SHUTDOWN_DELAY_MS', 0, 0, 60_000, problems),
     metrics: {
       port: rawPort ? port('COFFER_METRICS_PORT', rawPort, 0, problems) : undefined,
-      host: env.COFFER_METRICS_HOST || '127.0.0.1',
+      host: listenHost('COFFER_METRICS_HOST', env.COFFER_METRICS_HOST, '127.0.0.1', problems),
       token,
     },
   }
@@ -198,16 +207,6 @@ export interface Argon2Config {
 export type ServeMode = 'both' | 'api' | 'consent'
 export const SERVE_MODES: readonly ServeMode[] = ['both', 'api', 'consent']
 
-export interface S3Config {
-  endpoint: string | undefined
-  region: string
-  bucket: string
-  accessKeyId: string | undefined
-  secretAccessKey: string | undefined
-  forcePathStyle: boolean
-  prefix: string
-}
-
 export interface ProviderConfig {
   /** Base URL of SendGrid's v3 API, without a trailing slash. */
   sendgridBaseUrl: string
@@ -236,6 +235,29 @@ function port(name: string, raw: string | undefined, fallback: number, problems:
   const n = Number(raw)
   if (!Number.isInteger(n) || n < 0 || n > 65_535) problems.push(`${name} must be a port number`)
   return n
+}
+
+/** One DNS label: letters, digits, `-` and `_` (container names), not starting or ending in `-`. */
+const HOST_LABEL = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/
+
+/**
+ * An address to listen on: an IPv4 or IPv6 address (without brackets) or a host name. Whether
+ * the name resolves and the port is free is checked at start, before anything is written.
+ */
+function listenHost(
+  name: string,
+  raw: string | undefined,
+  fallback: string,
+  problems: string[],
+): string {
+  const value = raw?.trim() || fallback
+  if (isIP(value) !== 0) return value
+  const labels = value.replace(/\.$/, '').split('.')
+  if (value.length <= 253 && labels.every((l) => HOST_LABEL.test(l)) && !/^[\d.]+$/.test(value))
+    return value
+  const hint = /^\[.*\]$/.test(value) ? ' (write an IPv6 address without brackets)' : ''
+  problems.push(`${name} must be an IP address or a host name, not ${JSON.stringify(value)}${hint}`)
+  return value
 }
 
 function flag(name: string, raw: string | undefined, problems: string[]): boolean {
@@ -486,12 +508,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = []
   const notes: string[] = []
   const dataDir = resolve(env.COFFER_DATA_DIR || './data')
-  const databaseUrl = env.COFFER_DATABASE_URL || join(dataDir, 'coffer.db')
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl) && databaseUrl !== ':memory:') {
-    if (!isAbsolute(databaseUrl) && !databaseUrl.startsWith('.')) {
-      problems.push('COFFER_DATABASE_URL must be postgres://… or a SQLite file path')
-    }
-  }
+  const dbUrl = databaseUrl(env.COFFER_DATABASE_URL, dataDir, problems)
   const logLevel = (env.COFFER_LOG_LEVEL || 'info') as Config['logLevel']
   if (!LOG_LEVELS.includes(logLevel)) {
     problems.push(`COFFER_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
@@ -512,22 +529,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (newMasterKey !== undefined && !/^[A-Za-z0-9+/]{43}=?$/.test(newMasterKey.trim())) {
     problems.push('COFFER_NEW_MASTER_KEY must be the base64 of exactly 32 bytes')
   }
-  const blobStore = env.COFFER_BLOB_STORE || 'fs'
-  if (blobStore !== 'fs' && blobStore !== 's3') problems.push('COFFER_BLOB_STORE must be fs or s3')
-  let s3: S3Config | undefined
-  if (blobStore === 's3') {
-    if (!env.COFFER_S3_BUCKET)
-      problems.push('COFFER_S3_BUCKET is required with COFFER_BLOB_STORE=s3')
-    s3 = {
-      endpoint: env.COFFER_S3_ENDPOINT || undefined,
-      region: env.COFFER_S3_REGION || 'us-east-1',
-      bucket: env.COFFER_S3_BUCKET || '',
-      accessKeyId: env.COFFER_S3_ACCESS_KEY_ID || undefined,
-      secretAccessKey: env.COFFER_S3_SECRET_ACCESS_KEY || undefined,
-      forcePathStyle: flag('COFFER_S3_FORCE_PATH_STYLE', env.COFFER_S3_FORCE_PATH_STYLE, problems),
-      prefix: env.COFFER_S3_PREFIX || '',
-    }
-  }
+  const blobs = blobSettings(
+    env,
+    dataDir,
+    {
+      flag,
+      url: baseUrl,
+      int: (name, fallback, min, max) => intSetting(env, name, fallback, min, max, problems),
+    },
+    problems,
+  )
   const resetTtl = Number(env.COFFER_PASSWORD_RESET_TTL_MINUTES || 30)
   if (!Number.isInteger(resetTtl) || resetTtl < 1 || resetTtl > 1440) {
     problems.push('COFFER_PASSWORD_RESET_TTL_MINUTES must be an integer from 1 to 1440')
@@ -561,11 +572,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     3600,
     86_400,
   )
+  const host = listenHost('COFFER_HOST', env.COFFER_HOST, '127.0.0.1', problems)
   const config: Config = {
-    host: env.COFFER_HOST || '127.0.0.1',
+    host,
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
     dataDir,
-    databaseUrl: databaseUrl.startsWith('.') ? resolve(databaseUrl) : databaseUrl,
+    databaseUrl: dbUrl,
     logLevel,
     trustProxy: trustProxy(env.COFFER_TRUST_PROXY, problems, notes),
     bodyLimitBytes: bodyLimit,
@@ -573,14 +585,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     masterKey,
     newMasterKey,
     masterKeyFile: resolve(env.COFFER_MASTER_KEY_FILE || join(dataDir, 'master.key')),
-    blobStore: blobStore as Config['blobStore'],
-    blobDir: join(dataDir, 'blobs'),
-    s3,
+    ...blobs,
     providers: providers(env, problems),
     passwordResetTtlMinutes: resetTtl,
     accessTokenMaxDays: tokenMaxDays,
     consentPort: port('COFFER_CONSENT_PORT', env.COFFER_CONSENT_PORT, 8081, problems),
-    consentHost: env.COFFER_CONSENT_HOST || env.COFFER_HOST || '127.0.0.1',
+    // Without a setting of its own, the main API's address (already checked, named as its own).
+    consentHost: env.COFFER_CONSENT_HOST?.trim()
+      ? listenHost('COFFER_CONSENT_HOST', env.COFFER_CONSENT_HOST, '', problems)
+      : host,
     serve,
     storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
     storefrontMaxSkewSeconds: skew,

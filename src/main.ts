@@ -1,11 +1,23 @@
 #!/usr/bin/env node
 import { mkdirSync, renameSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
-import { type Config, ConfigError, loadConfig, SERVE_MODES, type ServeMode } from './config.js'
+import type { BlobStore } from './blob/blob-store.js'
+import { type BlobStoreTarget, checkBlobStoreAtStart } from './blob/startup-check.js'
+import {
+  type Config,
+  ConfigError,
+  clusterBlobProblems,
+  loadConfig,
+  SERVE_MODES,
+  type ServeMode,
+} from './config.js'
+import { EnvFileError, type EnvFileOutcome, loadEnvFile } from './config-env-file.js'
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
+import { checkListenAddresses } from './http/listen-check.js'
 import { buildMetricsApp } from './http/metrics.js'
 import { closeOnSignals } from './http/shutdown.js'
 import { isUuid } from './lib/ids.js'
@@ -72,9 +84,9 @@ async function open(config: Config): Promise<Store> {
 async function start(
   config: Config,
   log: (msg: object, text: string) => void,
-  withConsent = false,
-  meter?: Meter,
+  options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
+  const { withConsent = false, meter } = options
   const store = await open(config)
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
@@ -83,7 +95,7 @@ async function start(
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
     masterKey: key,
-    blobStore: blobStoreFor(config),
+    blobStore: options.blobStore ?? blobStoreFor(config),
     ...(meter ? { meter } : {}),
     providers: config.providers,
     hashingLimits: config.argon2,
@@ -155,20 +167,23 @@ async function bootstrap(config: Config, deps: Deps, log: (msg: object, text: st
   }
 }
 
-async function serve(config: Config, mode: ServeMode): Promise<void> {
+async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): Promise<void> {
   // Messages from before the app's logger exists are kept and logged once it does.
   const pending: [object, string][] = []
+  // Names only: the values are settings, some of them secrets.
+  if (envFile.file)
+    pending.push([{ file: envFile.file, settings: envFile.applied }, 'read settings file'])
   let log = (obj: object, msg: string) => {
     pending.push([obj, msg])
   }
   const metricsConfig = config.operations.metrics
+  const blobStore = await checkBeforeWriting(config, mode)
   const metrics = metricsFor(config)
-  const { store, deps } = await start(
-    config,
-    (obj, msg) => log(obj, msg),
-    mode !== 'api',
-    metrics?.meter,
-  )
+  const { store, deps } = await start(config, (obj, msg) => log(obj, msg), {
+    withConsent: mode !== 'api',
+    ...(metrics ? { meter: metrics.meter } : {}),
+    blobStore,
+  })
   if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
   // Without a port of its own, `/metrics` is served on the API listeners (behind the token).
   const appMetrics = metrics
@@ -230,6 +245,61 @@ async function serve(config: Config, mode: ServeMode): Promise<void> {
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
   })
+}
+
+/**
+ * What settings alone cannot tell, checked before anything is written (a database file, a key,
+ * the first account): the cluster BLOB rule, every listener's address, and (when the main API,
+ * the only user of BLOBs, is served) that the BLOB store can be used. Returns that store.
+ */
+async function checkBeforeWriting(config: Config, mode: ServeMode): Promise<BlobStore> {
+  const servesApi = mode !== 'consent'
+  if (servesApi) {
+    const problems = clusterBlobProblems(config)
+    if (problems.length > 0) throw new ConfigError(problems)
+  }
+  const metrics = config.operations.metrics
+  await checkListenAddresses([
+    ...(servesApi
+      ? [{ settings: 'COFFER_HOST/COFFER_PORT', host: config.host, port: config.port }]
+      : []),
+    ...(mode !== 'api'
+      ? [
+          {
+            settings: 'COFFER_CONSENT_HOST/COFFER_CONSENT_PORT',
+            host: config.consentHost,
+            port: config.consentPort,
+          },
+        ]
+      : []),
+    ...(metrics.port !== undefined
+      ? [
+          {
+            settings: 'COFFER_METRICS_HOST/COFFER_METRICS_PORT',
+            host: metrics.host,
+            port: metrics.port,
+          },
+        ]
+      : []),
+  ])
+  const blobStore = blobStoreFor(config)
+  if (servesApi) {
+    await checkBlobStoreAtStart(blobStore, blobStoreTarget(config), config.blobCheckTimeoutMs)
+  }
+  return blobStore
+}
+
+function blobStoreTarget(config: Config): BlobStoreTarget {
+  if (config.blobStore === 's3' && config.s3) {
+    const { bucket, endpoint, region } = config.s3
+    return { kind: 's3', bucket, endpoint, region }
+  }
+  const byDefault = config.blobDir === join(config.dataDir, 'blobs')
+  return {
+    kind: 'fs',
+    dir: config.blobDir,
+    dirSetting: byDefault ? 'COFFER_DATA_DIR' : 'COFFER_BLOB_DIR',
+  }
 }
 
 /** Metrics are collected only when served: on their own port, or behind a token. */
@@ -296,11 +366,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE)
     return command ? 0 : 1
   }
+  // Before anything reads a setting: the file fills in what the environment does not set.
+  const envFile = loadEnvFile()
   const config = loadConfig()
   const stderrLog = (obj: object, msg: string) =>
     process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
-    await serve(config, serveMode(argv.slice(1), config.serve))
+    await serve(config, serveMode(argv.slice(1), config.serve), envFile)
     return -1
   }
   if (command === 'migrate') {
@@ -355,7 +427,8 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code)
   },
   (error: unknown) => {
-    if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`)
+    if (error instanceof ConfigError || error instanceof EnvFileError)
+      process.stderr.write(`${error.message}\n`)
     else process.stderr.write(`coffer: ${error instanceof Error ? error.message : String(error)}\n`)
     process.exit(1)
   },

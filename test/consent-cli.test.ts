@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clusterBlobEnv } from './helpers/processes.js'
 import { TEST_PG_URL, testDialect } from './helpers/store.js'
 
 const run = promisify(execFile)
@@ -42,13 +43,21 @@ async function deployment(): Promise<Record<string, string>> {
     COFFER_DATABASE_URL: url.toString(),
     COFFER_MASTER_KEY: randomBytes(32).toString('base64'),
     COFFER_CONSENT_JWT_SECRET: randomBytes(32).toString('base64url'),
+    ...clusterBlobEnv(join(dir, 'blobs')),
   }
 }
 
 function env(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env }
   for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_PORT: '0', COFFER_CONSENT_PORT: '0', ...extra }
+  return {
+    ...base,
+    COFFER_LOG_LEVEL: 'info',
+    COFFER_PORT: '0',
+    COFFER_CONSENT_PORT: '0',
+    COFFER_ENV_FILE: 'none',
+    ...extra,
+  }
 }
 
 interface Served {

@@ -17,7 +17,7 @@ import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from '../src/store/db.js'
-import { type ServerProcess, startServerProcess } from './helpers/processes.js'
+import { clusterBlobEnv, type ServerProcess, startServerProcess } from './helpers/processes.js'
 import { readSchema, shardRuleViolations } from './helpers/shard-rule.js'
 import { TEST_PG_URL, testDialect } from './helpers/store.js'
 
@@ -146,6 +146,8 @@ function upgradeSuite(folder: string): void {
       if (testDialect === 'postgres') {
         databaseUrl = await loadDump()
         env.COFFER_DATABASE_URL = databaseUrl
+        // The release under test asks a cluster for its BLOB folder; the old one used this one.
+        Object.assign(env, clusterBlobEnv(join(dataDir, 'blobs')))
         env.COFFER_MASTER_KEY = fixture.masterKey as string
         env.COFFER_CONSENT_JWT_SECRET = fixture.consentJwtSecret as string
       } else {

@@ -85,6 +85,10 @@ function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): 
     )
     return
   }
+  if (error instanceof AppError && error.logFields) {
+    request.log.error({ ...error.logFields, code: error.code }, `request failed: ${error.message}`)
+    return
+  }
   request.log.error({ err: error }, 'request failed')
 }
 

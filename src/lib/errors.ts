@@ -7,6 +7,11 @@ export class AppError extends Error {
   declare readonly providerError?: Record<string, unknown>
   /** Sent as the `Retry-After` header (seconds) with a 429 or 503. */
   readonly retryAfterSeconds: number | undefined
+  /**
+   * A 5xx the service has described fully: logged once at error level with these fields (never
+   * secrets) and the code, without a stack trace, which would say nothing more.
+   */
+  readonly logFields: Record<string, string> | undefined
 
   constructor(
     readonly statusCode: number,
@@ -17,11 +22,13 @@ export class AppError extends Error {
       cause?: unknown
       providerError?: Record<string, unknown>
       retryAfterSeconds?: number
+      logFields?: Record<string, string>
     },
   ) {
     super(message, options)
     this.name = 'AppError'
     this.retryAfterSeconds = options?.retryAfterSeconds
+    this.logFields = options?.logFields
     // Not enumerable, so an error logged with its fields never carries it: a provider's error
     // text can quote the phone number or address it refused.
     if (options?.providerError)
@@ -103,6 +110,19 @@ export const errors = {
       'DATABASE_UNAVAILABLE',
       'The database is unavailable; try again shortly',
       { cause, retryAfterSeconds: 1 },
+    ),
+  /**
+   * 503: the BLOB's row is intact but its content is missing from the BLOB store (deleted by
+   * hand, a share not mounted, a replica behind). Not the client's doing, and a retry may work
+   * once the store is repaired, which no one can time: no Retry-After.
+   */
+  blobContentUnavailable: (logFields: Record<string, string>) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'BLOB_CONTENT_UNAVAILABLE',
+      "The BLOB's content is missing from the BLOB store; the operator can restore it",
+      { logFields },
     ),
   /** 503: the request ran past its deadline; its database work was stopped and rolled back. */
   requestTimeout: (timeoutMs: number, cause?: unknown) =>

@@ -15,6 +15,8 @@ export interface MeterCounters {
   sat_uses: Record<string, never>
   /** BLOB content bytes (plaintext) received (`in`) and served (`out`). */
   blob_bytes: { direction: 'in' | 'out' }
+  /** A download whose BLOB row names an object the store does not have, by kind of store. */
+  blob_objects_missing: { store: 'fs' | 's3' }
 }
 
 export interface MeterHistograms {

@@ -20,6 +20,7 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
   mfa_failures: [{ operation: 'login' }, { operation: 'unenroll' }],
   sat_uses: [{}],
   blob_bytes: [{ direction: 'in' }, { direction: 'out' }],
+  blob_objects_missing: [{ store: 'fs' }, { store: 's3' }],
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -28,6 +29,7 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
   mfa_failures: 'MFA codes refused',
   sat_uses: 'Scoped access token uses taken (each request a SAT is let through)',
   blob_bytes: 'BLOB content bytes received (in) and served (out)',
+  blob_objects_missing: 'Downloads refused because the BLOB store lacks the object a BLOB names',
 }
 
 /**

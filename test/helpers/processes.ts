@@ -12,14 +12,13 @@ import type { AccountCredentials } from '../../src/modules/accounts/accounts.ser
 import { openStore, type Store } from '../../src/store/db.js'
 import { TEST_PG_URL, testDialect } from './store.js'
 
-const MAIN = ['--import', 'tsx', 'src/main.ts']
 /** The repository's root: where `src/` and `node_modules/` are, whatever the working directory. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
-/** The same command by absolute paths, for a process started in another working directory. */
-const MAIN_ANYWHERE = [
+/** Absolute, so a process may run in another working directory (a folder with its own `.env`). */
+const MAIN = [
   '--import',
   pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
-  join(REPO_ROOT, 'src/main.ts'),
+  fileURLToPath(new URL('../../src/main.ts', import.meta.url)),
 ]
 const execFileAsync = promisify(execFile)
 
@@ -31,28 +30,33 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
-/** The environment of a spawned `coffer`: only the given COFFER_ settings, none inherited. */
+/**
+ * The environment of a spawned `coffer`: only the given COFFER_ settings, none inherited, and
+ * no `.env` read (a developer's own would leak in) unless a test sets COFFER_ENV_FILE.
+ */
 export function cofferEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env }
   for (const k of Object.keys(base)) if (k.startsWith('COFFER_')) delete base[k]
-  return { ...base, COFFER_LOG_LEVEL: 'info', ...extra }
+  return { ...base, COFFER_LOG_LEVEL: 'info', COFFER_ENV_FILE: 'none', ...extra }
 }
 
 /** Runs one `coffer` command to its end; rejects when it exits non-zero (see cofferFails). */
 export function runCoffer(
   args: string[],
   env: Record<string, string>,
+  options: { cwd?: string } = {},
 ): Promise<{ stdout: string; stderr: string }> {
-  return execFileAsync(process.execPath, [...MAIN, ...args], { env: cofferEnv(env) })
+  return execFileAsync(process.execPath, [...MAIN, ...args], { env: cofferEnv(env), ...options })
 }
 
 /** Runs one `coffer` command that must fail; throws if it succeeds. */
 export async function cofferFails(
   args: string[],
   env: Record<string, string>,
+  options: { cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout } = await runCoffer(args, env)
+    const { stdout } = await runCoffer(args, env, options)
     throw new Error(`coffer ${args.join(' ')} succeeded: ${stdout}`)
   } catch (e) {
     const failed = e as { code?: unknown; stdout?: string; stderr?: string }
@@ -69,12 +73,11 @@ export function startServerProcess(
   env: Record<string, string>,
   options: { cwd?: string } = {},
 ): Promise<ServerProcess> {
-  const main = options.cwd === undefined ? MAIN : MAIN_ANYWHERE
-  const child = spawn(process.execPath, [...main, 'serve'], {
-    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  const child = spawn(process.execPath, [...MAIN, 'serve'], {
     // The main API only: these tests are about it, and a consent listener would need its own
     // port and, on PostgreSQL, a shared secret.
     env: cofferEnv({ COFFER_PORT: '0', COFFER_SERVE: 'api', ...env }),
+    ...options,
   })
   let out = ''
   let listening = false
@@ -138,7 +141,10 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
   const masterKey = MasterKey.generate()
   let url: string
   let dropSchema = async () => {}
+  // PostgreSQL means a cluster: its nodes must be told where the BLOBs every node sees live.
+  let blobs: Record<string, string> = {}
   if (testDialect === 'postgres') {
+    blobs = clusterBlobEnv(join(dataDir(), 'blobs'))
     const schema = `coffer_proc_${randomBytes(6).toString('hex')}`
     const admin = new pg.Client({ connectionString: TEST_PG_URL })
     await admin.connect()
@@ -161,6 +167,7 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
       COFFER_DATA_DIR: dir,
       COFFER_DATABASE_URL: url,
       COFFER_MASTER_KEY: masterKey.toBase64(),
+      ...blobs,
     }),
     masterKey,
     dataDir,
@@ -171,6 +178,14 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
       for (const d of dirs) rmSync(d, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The settings a node on PostgreSQL needs for its BLOBs (issue 12, point 7): a folder declared
+ * shared by every node. `coffer serve` on PostgreSQL refuses to start without such a choice.
+ */
+export function clusterBlobEnv(dir: string): Record<string, string> {
+  return { COFFER_BLOB_STORE: 'fs', COFFER_BLOB_DIR: dir, COFFER_BLOB_DIR_SHARED: 'true' }
 }
 
 /** The admin credentials the first start of an empty database wrote into its data folder. */

@@ -35,7 +35,7 @@ import {
   type TestApp,
   unb64,
 } from '../helpers/app.js'
-import { cofferEnv } from '../helpers/processes.js'
+import { clusterBlobEnv, cofferEnv } from '../helpers/processes.js'
 import { TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
@@ -1066,9 +1066,12 @@ async function commandDatabase(): Promise<{ env: Record<string, string>; drop():
   await admin.end()
   const url = new URL(TEST_PG_URL)
   url.searchParams.set('options', `-c search_path=${schema}`)
+  // `serve` on PostgreSQL needs a BLOB folder declared shared (issue 12, point 7).
+  const blobs = mkdtempSync(join(tmpdir(), 'coffer-cli-blobs-'))
   return {
-    env: { COFFER_DATABASE_URL: url.toString() },
+    env: { COFFER_DATABASE_URL: url.toString(), ...clusterBlobEnv(blobs) },
     drop: async () => {
+      rmSync(blobs, { recursive: true, force: true })
       const c = new pg.Client({ connectionString: TEST_PG_URL })
       await c.connect()
       await c.query(`drop schema if exists ${schema} cascade`)

@@ -406,6 +406,7 @@ describe.skipIf(testDialect !== 'sqlite')('first start', () => {
         COFFER_PORT: '0',
         COFFER_SERVE: 'api',
         COFFER_LOG_LEVEL: 'silent',
+        COFFER_ENV_FILE: 'none',
       },
       timeout: 20_000,
     })

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline, type Readable, Transform } from 'node:stream'
-import { type BlobStore, blobKey } from '../../blob/blob-store.js'
+import { BlobNotFoundError, type BlobStore, blobKey } from '../../blob/blob-store.js'
 import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
 import { KEY_BYTES } from '../../crypto/aead.js'
 import type { Keyring } from '../../crypto/keyring.js'
@@ -220,7 +220,7 @@ export class BlobsService {
       row.content_key,
       keyContext(row.vault_id, row.id, row.object_key),
     )
-    const source = await this.store.get(row.object_key)
+    const source = await this.#getObject(row)
     const plain = decryptStream(key)
     // Counts the bytes actually served, also of a download the client abandons half-way.
     const served = new Transform({
@@ -269,6 +269,27 @@ export class BlobsService {
     } catch (error) {
       await this.discard(content)
       throw error
+    }
+  }
+
+  /**
+   * The row's object; when the store does not have it (deleted by hand, written to another
+   * node's folder), a 503 that says so, logged once and counted: never an anonymous 500.
+   */
+  async #getObject(row: BlobRow): Promise<Readable> {
+    try {
+      return await this.store.get(row.object_key)
+    } catch (error) {
+      if (!(error instanceof BlobNotFoundError)) throw error
+      const store = this.store.kind === 's3' ? 's3' : 'fs'
+      this.meter.count('blob_objects_missing', { store })
+      throw errors.blobContentUnavailable({
+        account_id: row.account_id,
+        vault_id: row.vault_id,
+        blob_id: row.id,
+        object_key: row.object_key,
+        blob_store: store,
+      })
     }
   }
 
