@@ -42,7 +42,10 @@ export async function routeByDigest<T>(
 ): Promise<T | undefined> {
   const adapter = db.getExecutor().adapter
   let cache = routeCaches.get(adapter)
-  if (!cache) routeCaches.set(adapter, (cache = new Map()))
+  if (!cache) {
+    cache = new Map()
+    routeCaches.set(adapter, cache)
+  }
   const remembered = cache.get(digest)
   if (remembered !== undefined) {
     cache.delete(digest)
