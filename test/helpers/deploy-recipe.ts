@@ -17,7 +17,7 @@ export const read = (path: string) => readFileSync(join(ROOT, path), 'utf8')
  */
 export function settingsReadByConfig(): Set<string> {
   const read = new Set<string>()
-  const base: Record<string, string> = { COFFER_BLOB_STORE: 's3', COFFER_S3_BUCKET: 'b' }
+  const base: Record<string, string> = { COFFER_BLOB_STORE: 's3', COFFER_S3_BUCKET: 'coffer-blobs' }
   const env = new Proxy(base, {
     get(target, name) {
       if (typeof name === 'string') read.add(name)
