@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { EnvFileError, loadEnvFile, parseEnvFile } from './config-env-file.js'
+import { EnvFileError, loadEnvFile, parseEnvFile, settingsForLog } from './config-env-file.js'
 
 const dirs: string[] = []
 afterAll(() => {
@@ -56,10 +56,36 @@ describe('.env syntax', () => {
     const problems = problemsOf(() => parseEnvFile(text, '/srv/.env'))
     expect(problems).toEqual([
       '/srv/.env line 2: expected NAME=value',
-      '/srv/.env line 3: "9X" is not a variable name',
-      '/srv/.env line 5: "bad-name" is not a variable name',
+      '/srv/.env line 3: the text before = is not a variable name',
+      '/srv/.env line 5: the text before = is not a variable name',
     ])
     expect(problems.join()).not.toContain('hunter2secret')
+  })
+
+  it('never quotes what stands before = on a bad line: it may be a secret pasted on its own', () => {
+    // A URL with a query, a YAML-style line without a space: neither is NAME=value.
+    const text = [
+      'COFFER_DATABASE_URL=',
+      'postgres://coffer:hunter2pw@db/coffer?sslmode=require',
+      'COFFER_S3_SECRET_ACCESS_KEY:wJalrXUtnFEMI=x',
+    ].join('\n')
+    const problems = problemsOf(() => parseEnvFile(text, '.env'))
+    expect(problems).toEqual([
+      '.env line 2: the text before = is not a variable name',
+      '.env line 3: the text before = is not a variable name',
+    ])
+  })
+
+  it('logs the names of Coffer settings only: a key pasted on its own line as NAME= is no name', () => {
+    // Base64 without + or / is a valid variable name: `<key>=` sets a variable named by the key.
+    const key = 'c2VjcmV0a2V5YmFzZTY0MzJieXRlc2xvbmcxMjM0NTY3'
+    const dir = folderWith({ '.env': `COFFER_PORT=1\nCOFFER_MASTER_KEY=\n${key}=\nTZ=UTC\n` })
+    const outcome = loadEnvFile({}, dir)
+    const logged = JSON.stringify(settingsForLog(outcome))
+    expect(logged).not.toContain(key)
+    const { settings, ...rest } = settingsForLog(outcome)
+    expect(settings.sort()).toEqual(['COFFER_MASTER_KEY', 'COFFER_PORT'])
+    expect(rest).toEqual({ file: join(dir, '.env'), other_settings: 2 })
   })
 
   it('refuses a quoted value that is never closed', () => {

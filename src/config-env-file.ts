@@ -48,7 +48,8 @@ export function parseEnvFile(text: string, label: string): Record<string, string
     }
     const [, name = '', value = ''] = m
     if (!NAME.test(name)) {
-      problems.push(`${label} line ${n}: ${JSON.stringify(name)} is not a variable name`)
+      // Not quoted: a secret pasted on a line of its own (`postgres://u:pw@h/db?x=1`) is all name.
+      problems.push(`${label} line ${n}: the text before = is not a variable name`)
       return
     }
     if (TOO_LATE.includes(name)) {
@@ -102,4 +103,22 @@ export function loadEnvFile(
     applied.push(name)
   }
   return { file, applied }
+}
+
+/**
+ * What the start log says about the file: the Coffer settings it gave by name, any others only
+ * counted. A valid name need not be a setting: base64 without `+` or `/` is one, so a key pasted
+ * on its own line as `<key>=` sets a variable named by the key, which must not reach a log.
+ */
+export function settingsForLog(outcome: EnvFileOutcome): {
+  file: string | undefined
+  settings: string[]
+  other_settings: number
+} {
+  const settings = outcome.applied.filter((name) => name.startsWith('COFFER_'))
+  return {
+    file: outcome.file,
+    settings,
+    other_settings: outcome.applied.length - settings.length,
+  }
 }

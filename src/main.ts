@@ -13,7 +13,12 @@ import {
   SERVE_MODES,
   type ServeMode,
 } from './config.js'
-import { EnvFileError, type EnvFileOutcome, loadEnvFile } from './config-env-file.js'
+import {
+  EnvFileError,
+  type EnvFileOutcome,
+  loadEnvFile,
+  settingsForLog,
+} from './config-env-file.js'
 import { buildConsentApp } from './consent-app.js'
 import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
@@ -171,8 +176,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   // Messages from before the app's logger exists are kept and logged once it does.
   const pending: [object, string][] = []
   // Names only: the values are settings, some of them secrets.
-  if (envFile.file)
-    pending.push([{ file: envFile.file, settings: envFile.applied }, 'read settings file'])
+  if (envFile.file) pending.push([settingsForLog(envFile), 'read settings file'])
   let log = (obj: object, msg: string) => {
     pending.push([obj, msg])
   }
