@@ -12,6 +12,7 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
+import { openapiTransforms } from './http/openapi/index.js'
 import {
   addRequestDeadline,
   DEFAULT_REQUEST_DEADLINES,
@@ -105,6 +106,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   if (logger !== false) addRequestLog(app, 'request')
 
   await app.register(swagger, {
+    ...openapiTransforms,
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -48,11 +48,59 @@ export const ListResponse = responses(
     }),
   }),
 )
+const Bytes = Type.String({ format: 'binary' })
+
+/**
+ * The stored bytes, typed as they were uploaded (any media type): Fastify's `content` form, so
+ * the document says so; a streamed body is never serialized, so nothing else changes.
+ */
 export const DownloadResponse = {
-  200: Type.String({
-    format: 'binary',
-    description: 'the raw bytes, with Content-Type and Content-Disposition',
-  }),
+  200: {
+    description: "The BLOB's bytes, with the type it was uploaded with",
+    headers: {
+      'Content-Disposition': Type.String({
+        description: 'attachment, with the filename (RFC 6266; UTF-8 names as filename*)',
+      }),
+      'Content-Length': Type.String({ description: 'size in bytes' }),
+    },
+    content: { '*/*': { schema: Bytes } },
+  },
   '4xx': Type.Ref('ErrorEnvelope'),
   '5xx': Type.Ref('ErrorEnvelope'),
 }
+
+const UploadFields = {
+  file: Type.String({
+    format: 'binary',
+    description: "the BLOB; its part's filename and type are kept",
+  }),
+  owner_id: Type.String({ description: 'UUID of the owning user; empty for none' }),
+}
+
+/** Raw uploads name the file and its owner in the query string (http/body.ts). */
+export const RawUploadQuery = Type.Object({
+  filename: Type.Optional(
+    Type.String({
+      description: 'raw body only: the filename (else `name`, else Content-Disposition)',
+    }),
+  ),
+  name: Type.Optional(
+    Type.String({ description: 'raw body only: the filename, as older clients name it' }),
+  ),
+  owner_id: Type.Optional(Type.String({ description: 'UUID of the owning user' })),
+})
+
+/** Multipart with a `file` part, or the file as the whole body in its own type (older clients). */
+const uploadBody = (fileRequired: boolean) => ({
+  'multipart/form-data': {
+    schema: Type.Object({
+      file: fileRequired ? UploadFields.file : Type.Optional(UploadFields.file),
+      owner_id: Type.Optional(UploadFields.owner_id),
+    }),
+  },
+  'application/octet-stream': { schema: Bytes },
+  '*/*': { schema: Bytes },
+})
+export const CreateUploadBody = uploadBody(true)
+/** A replacement sends new content, a new owner or both (checked by the route). */
+export const ReplaceUploadBody = uploadBody(false)

@@ -73,18 +73,32 @@ export const ReadV2Response = responses(
     ),
   }),
 )
-export const ReadV1ManyResponse = responses(
-  success({
-    documents: Type.Array(
-      Type.Object({
-        id: Uuid,
-        owner_id: NullableUuid,
-        schema_id: NullableUuid,
-        document: Type.String(),
-      }),
-    ),
-  }),
-)
+const ReadV1Many = success({
+  documents: Type.Array(
+    Type.Object({
+      id: Uuid,
+      owner_id: NullableUuid,
+      schema_id: NullableUuid,
+      document: Type.String(),
+    }),
+  ),
+})
+/**
+ * Several ids: JSON. One id: the bare base64 text, typed application/octet-stream (Fastify's
+ * `content` form picks the serializer by the type the route sets).
+ */
+export const ReadV1Response = {
+  ...responses(ReadV1Many),
+  200: {
+    description: 'JSON for several ids; for one id only the base64 of its JSON content',
+    content: {
+      'application/json': { schema: ReadV1Many },
+      'application/octet-stream': {
+        schema: Type.String({ description: 'base64 of the JSON content' }),
+      },
+    },
+  },
+}
 export const ListResponse = responses(
   success({
     data: Type.Object({
