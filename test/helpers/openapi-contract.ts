@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv'
-import Ajv2020 from 'ajv/dist/2020.js'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 
 /** One answer to check: the operation (method and OpenAPI path template) and what was sent. */
@@ -49,14 +49,17 @@ const isBinary = (schema: Record<string, unknown> | undefined) =>
 export class ResponseContract {
   private readonly ajv: Ajv2020
   private readonly validators = new Map<string, ValidateFunction>()
+  private readonly doc: OpenApiDocument
 
-  constructor(private readonly doc: OpenApiDocument) {
+  /** `document`: a parsed OpenAPI 3.1 document (its schemas are JSON Schema 2020-12). */
+  constructor(document: object) {
+    this.doc = document as OpenApiDocument
     // OpenAPI adds keywords of its own (`example`, `discriminator`): not errors here.
     this.ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false })
-    addFormats(this.ajv)
+    addFormats.default(this.ajv)
     for (const format of ['binary', 'byte', 'int32', 'int64', 'float', 'double', 'password'])
       this.ajv.addFormat(format, true)
-    this.ajv.addSchema(doc as object, DOC_ID)
+    this.ajv.addSchema(document, DOC_ID)
   }
 
   /** Undefined when the response is described; otherwise what does not match. */
@@ -122,11 +125,10 @@ export class ResponseContract {
 
   private validator(location: string[]): ValidateFunction {
     const ref = `${DOC_ID}#/paths/${location.map(pointer).join('/')}/schema`
-    let validate = this.validators.get(ref)
-    if (!validate) {
-      validate = this.ajv.compile({ $ref: ref })
-      this.validators.set(ref, validate)
-    }
+    const known = this.validators.get(ref)
+    if (known) return known
+    const validate = this.ajv.compile({ $ref: ref })
+    this.validators.set(ref, validate)
     return validate
   }
 }
