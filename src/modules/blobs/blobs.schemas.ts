@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FormString, responses, success, Uuid } from '../../http/schemas.js'
+import { RequiredFormString, responses, success, Uuid } from '../../http/schemas.js'
 
 const NullableUuid = Type.Union([Uuid, Type.Null()])
 
@@ -18,7 +18,7 @@ export const BlobSchema = Type.Object({
 
 export const VaultParams = Type.Object({ vault_id: Uuid })
 export const BlobParams = Type.Object({ vault_id: Uuid, blob_id: Uuid })
-export const OwnerForm = Type.Object({ owner_id: FormString('required; empty removes the owner') })
+export const OwnerForm = Type.Object({ owner_id: RequiredFormString('empty removes the owner') })
 export const ListQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
@@ -93,10 +93,14 @@ export const RawUploadQuery = Type.Object({
 /** Multipart with a `file` part, or the file as the whole body in its own type (older clients). */
 const uploadBody = (fileRequired: boolean) => ({
   'multipart/form-data': {
-    schema: Type.Object({
-      file: fileRequired ? UploadFields.file : Type.Optional(UploadFields.file),
-      owner_id: Type.Optional(UploadFields.owner_id),
-    }),
+    schema: Type.Object(
+      {
+        file: fileRequired ? UploadFields.file : Type.Optional(UploadFields.file),
+        owner_id: Type.Optional(UploadFields.owner_id),
+      },
+      // A replacement needs one of the two (`file or owner_id is required`).
+      fileRequired ? {} : { minProperties: 1 },
+    ),
   },
   'application/octet-stream': { schema: Bytes },
   '*/*': { schema: Bytes },
