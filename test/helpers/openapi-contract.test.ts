@@ -87,6 +87,13 @@ describe('ResponseContract', () => {
     expect(contract.check({ ...ok, body: '{"id":' })).toMatch(/body is not JSON/)
   })
 
+  it('finds the operation whatever the server calls its path parameters', () => {
+    expect(contract.check({ ...ok, path: '/things/{thing_id}' })).toBeUndefined()
+    expect(contract.check({ ...ok, path: '/things/{thing_id}', status: 500 })).toMatch(
+      /GET \/things\/\{thing_id\} -> 500: status not documented/,
+    )
+  })
+
   it('rejects an operation the document does not have', () => {
     expect(contract.check({ ...ok, method: 'POST' })).toMatch(/no such operation/)
     expect(contract.check({ ...ok, path: '/things' })).toMatch(/no such operation/)

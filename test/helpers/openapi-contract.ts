@@ -31,6 +31,9 @@ const DOC_ID = 'openapi-document'
 /** JSON Pointer escaping (RFC 6901) of one path segment. */
 const pointer = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1')
 
+/** A path template with its parameter names left out: `/v1/users/{}`. */
+const shape = (path: string) => path.replace(/\{[^}]*\}/g, '{}')
+
 /** `application/problem+json` and `application/json` are both JSON. */
 const isJson = (mediaType: string) =>
   mediaType === 'application/json' || mediaType.endsWith('+json')
@@ -50,6 +53,8 @@ export class ResponseContract {
   private readonly ajv: Ajv2020
   private readonly validators = new Map<string, ValidateFunction>()
   private readonly doc: OpenApiDocument
+  /** Document path by shape: the server may name a path parameter otherwise than the document. */
+  private readonly pathsByShape = new Map<string, string>()
 
   /** `document`: a parsed OpenAPI 3.1 document (its schemas are JSON Schema 2020-12). */
   constructor(document: object) {
@@ -60,14 +65,16 @@ export class ResponseContract {
     for (const format of ['binary', 'byte', 'int32', 'int64', 'float', 'double', 'password'])
       this.ajv.addFormat(format, true)
     this.ajv.addSchema(document, DOC_ID)
+    for (const path of Object.keys(this.doc.paths ?? {})) this.pathsByShape.set(shape(path), path)
   }
 
   /** Undefined when the response is described; otherwise what does not match. */
   check(sent: SentResponse): string | undefined {
     const where = `${sent.method.toUpperCase()} ${sent.path} -> ${sent.status}`
     const method = sent.method.toLowerCase()
-    const operation = this.doc.paths?.[sent.path]?.[method]
-    if (!operation) return `${where}: no such operation in the document`
+    const path = this.doc.paths?.[sent.path] ? sent.path : this.pathsByShape.get(shape(sent.path))
+    const operation = path === undefined ? undefined : this.doc.paths?.[path]?.[method]
+    if (!operation || path === undefined) return `${where}: no such operation in the document`
     const statusKey = this.statusKey(operation, sent.status)
     if (statusKey === undefined) return `${where}: status not documented`
     const response = operation.responses?.[statusKey] as ResponseObject
@@ -90,14 +97,7 @@ export class ResponseContract {
         return `${where}: ${mediaType} body is not JSON`
       }
     }
-    const validate = this.validator([
-      sent.path,
-      method,
-      'responses',
-      statusKey,
-      'content',
-      mediaKey,
-    ])
+    const validate = this.validator([path, method, 'responses', statusKey, 'content', mediaKey])
     if (validate(value)) return undefined
     const detail = this.ajv.errorsText(validate.errors, { dataVar: 'body' })
     return `${where} (${mediaType}): ${detail}\n  body: ${text.slice(0, 500)}`
