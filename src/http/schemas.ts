@@ -43,3 +43,11 @@ export const FullQuery = Type.Object({
 /** Form fields arrive as strings (urlencoded, multipart or query string). */
 export const FormString = (description?: string) =>
   Type.Optional(Type.String(description ? { description } : {}))
+
+/**
+ * A form field the route cannot do without: the schema marks it required, so the document says
+ * so and a missing one is refused by validation, as `<field> is required` (http/errors.ts). An
+ * empty value is still the service's to refuse, with the same message.
+ */
+export const RequiredFormString = (description?: string) =>
+  Type.String(description ? { description } : {})

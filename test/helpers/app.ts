@@ -13,6 +13,7 @@ import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
 import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
+import { assertDescribed, type ResponseWatch, watchResponses } from './openapi-harness.js'
 import { openTestStore } from './store.js'
 
 /** Cheap argon2 parameters keep the suite fast; production uses the OWASP ones. */
@@ -33,6 +34,8 @@ export interface TestApp {
   /** Admin of the first account (full access). */
   admin: Admin
   api: Api
+  /** Every response checked against `/openapi.json`; `api` and `close` fail on a mismatch. */
+  responses: ResponseWatch
   /** A second, independent account with its own admin. */
   newAccount(): Promise<Admin>
   close(): Promise<void>
@@ -107,8 +110,9 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.deadlines ? { deadlines: options.deadlines } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
   })
+  const responses = watchResponses(app)
   await app.ready()
-  const api = new Api(app)
+  const api = new Api(app, responses)
   const newAccount = async (): Promise<Admin> => {
     const creds = await deps.accounts.createWithAdmin()
     const me = await api.get('/v1/auth/me', { auth: creds.api_key })
@@ -120,11 +124,14 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     deps,
     admin,
     api,
+    responses,
     newAccount,
     close: async () => {
       await app.close()
       await store.close()
       rmSync(blobDir, { recursive: true, force: true })
+      // Responses sent outside `api` (app.inject, a real socket) are checked here at the latest.
+      assertDescribed(responses)
     },
   }
 }
@@ -163,9 +170,12 @@ export function multipartBody(fields: Record<string, string>): {
 
 /** Thin wrapper over `app.inject()` for the encodings real clients use. */
 export class Api {
-  constructor(readonly app: FastifyInstance) {}
+  constructor(
+    readonly app: FastifyInstance,
+    private readonly responses?: ResponseWatch,
+  ) {}
 
-  call(
+  async call(
     method: InjectOptions['method'],
     url: string,
     o: CallOptions = {},
@@ -185,13 +195,15 @@ export class Api {
       headers['content-type'] = 'application/json'
       payload = JSON.stringify(o.json)
     }
-    return this.app.inject({
+    const res = await this.app.inject({
       method,
       url,
       headers,
       ...(payload !== undefined ? { payload } : {}),
       ...(o.query ? { query: o.query } : {}),
     })
+    if (this.responses) assertDescribed(this.responses)
+    return res
   }
   get(url: string, o?: CallOptions) {
     return this.call('GET', url, o)

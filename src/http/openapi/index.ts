@@ -1,4 +1,6 @@
 import type { DocumentSpec, DocumentTransform, RouteTransform } from './document.js'
+import { documentedInput } from './documented-input.js'
+import { formMediaTypes } from './form-media-types.js'
 import { operationIds } from './operation-ids.js'
 import { oneTemplatePerPath } from './path-params.js'
 import { CREDENTIAL_SCHEMES, securityFromAccess } from './security.js'
@@ -31,7 +33,11 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
  */
 
 /** The main API's route steps, in order. */
-export const MAIN_ROUTE_TRANSFORMS: readonly RouteTransform[] = [securityFromAccess]
+export const MAIN_ROUTE_TRANSFORMS: readonly RouteTransform[] = [
+  securityFromAccess,
+  documentedInput,
+  formMediaTypes,
+]
 
 /** The main API's document steps, in order (operation ids read the routes' own paths). */
 export const MAIN_DOCUMENT_TRANSFORMS: readonly DocumentTransform[] = [

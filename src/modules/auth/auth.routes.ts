@@ -140,7 +140,6 @@ export async function authRoutes(
     },
     async (req) => {
       const p = me(req)
-      if (req.body.attributes === undefined) throw errors.invalidField('attributes', 'is required')
       await services.users.setAttributes(
         p.accountId,
         p.userId,

@@ -1,17 +1,23 @@
 import { Type } from 'typebox'
-import { FormString, FullQuery, responses, success } from '../../http/schemas.js'
+import {
+  FormString,
+  FullQuery,
+  RequiredFormString,
+  responses,
+  success,
+} from '../../http/schemas.js'
 import { UserV1 } from '../users/users.schemas.js'
 
 export const LoginForm = Type.Object({
-  account_id: FormString('account id (required)'),
-  username: FormString('required'),
-  password: FormString('required'),
+  account_id: RequiredFormString('account id'),
+  username: RequiredFormString(),
+  password: RequiredFormString(),
   mfa_code: FormString('needed when MFA is enrolled'),
   not_valid_after: FormString('ISO 8601 expiry of the token (default: 24 hours)'),
 })
 
 export const UpdateMeForm = Type.Object({
-  attributes: FormString('base64 of a JSON document (required)'),
+  attributes: RequiredFormString('base64 of a JSON document'),
 })
 
 export const MeQuery = FullQuery

@@ -9,12 +9,15 @@ import { optionalId } from '../documents/document-input.js'
 import type { BlobRow } from './blobs.repo.js'
 import {
   BlobParams,
+  CreateUploadBody,
   DeleteResponse,
   DownloadResponse,
   ListQuery,
   ListResponse,
   OwnerForm,
   OwnerResponse,
+  RawUploadQuery,
+  ReplaceUploadBody,
   VaultParams,
   WriteResponse,
 } from './blobs.schemas.js'
@@ -163,7 +166,6 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
   )
 }
 
-const UPLOAD_TYPES = ['multipart/form-data', 'application/octet-stream', '*/*']
 const FILE_REQUIRED =
   'is required: send it as the `file` part of a multipart form, or as a non-empty raw body'
 
@@ -187,7 +189,6 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
         tags,
         summary:
           'Upload a BLOB: multipart (`file`, optional `owner_id`), or the file as the raw body (`filename`, `owner_id` in the query)',
-        consumes: UPLOAD_TYPES,
         params: VaultParams,
         response: WriteResponse,
       },
@@ -197,6 +198,8 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       // after the file: the coarse rule here, the exact one in the service once it is known.
       config: {
         blobUpload: true,
+        // The body is streamed by the route, never parsed by Fastify: documented only.
+        openapi: { body: CreateUploadBody, querystring: RawUploadQuery },
         access: {
           policy: (req) => {
             const ownerId = rawUploadOwner(req)
@@ -235,7 +238,6 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
         tags,
         summary:
           'Replace a BLOB (multipart: `file` and/or `owner_id`; or the file as the raw body)',
-        consumes: UPLOAD_TYPES,
         params: BlobParams,
         response: WriteResponse,
       },
@@ -246,6 +248,7 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       preValidation: checkRawUpload,
       config: {
         blobUpload: true,
+        openapi: { body: ReplaceUploadBody, querystring: RawUploadQuery },
         access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) },
       },
     },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FormString, responses, success, Uuid } from '../../http/schemas.js'
+import { FormString, RequiredFormString, responses, success, Uuid } from '../../http/schemas.js'
 
 const NullableUuid = Type.Union([Uuid, Type.Null()])
 
@@ -38,11 +38,11 @@ export const UpdateV2Body = Type.Object({
 
 /** v1 (deprecated) form bodies: base64 JSON content; an empty `owner_id` means ownerless. */
 export const DocumentForm = Type.Object({
-  document: FormString('base64 of the JSON content (required)'),
+  document: RequiredFormString('base64 of the JSON content'),
   schema_id: FormString(),
   owner_id: FormString('empty for ownerless'),
 })
-export const OwnerForm = Type.Object({ owner_id: FormString('required; empty removes the owner') })
+export const OwnerForm = Type.Object({ owner_id: RequiredFormString('empty removes the owner') })
 
 export const ListQuery = Type.Object({
   full: Type.Optional(Type.String({ description: 'true, 1 or 01 include the content (base64)' })),
@@ -73,18 +73,32 @@ export const ReadV2Response = responses(
     ),
   }),
 )
-export const ReadV1ManyResponse = responses(
-  success({
-    documents: Type.Array(
-      Type.Object({
-        id: Uuid,
-        owner_id: NullableUuid,
-        schema_id: NullableUuid,
-        document: Type.String(),
-      }),
-    ),
-  }),
-)
+const ReadV1Many = success({
+  documents: Type.Array(
+    Type.Object({
+      id: Uuid,
+      owner_id: NullableUuid,
+      schema_id: NullableUuid,
+      document: Type.String(),
+    }),
+  ),
+})
+/**
+ * Several ids: JSON. One id: the bare base64 text, typed application/octet-stream (Fastify's
+ * `content` form picks the serializer by the type the route sets).
+ */
+export const ReadV1Response = {
+  ...responses(ReadV1Many),
+  200: {
+    description: 'JSON for several ids; for one id only the base64 of its JSON content',
+    content: {
+      'application/json': { schema: ReadV1Many },
+      'application/octet-stream': {
+        schema: Type.String({ description: 'base64 of the JSON content' }),
+      },
+    },
+  },
+}
 export const ListResponse = responses(
   success({
     data: Type.Object({

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FormString, responses, success, Uuid } from '../../http/schemas.js'
+import { FormString, RequiredFormString, responses, success, Uuid } from '../../http/schemas.js'
 
 export const PolicyStatementSchema = Type.Object({
   Resources: Type.Array(Type.String()),
@@ -17,7 +17,7 @@ export const GroupSchema = Type.Object({
 export const GroupParams = Type.Object({ group_id: Uuid })
 
 export const CreateGroupForm = Type.Object({
-  name: FormString('unique group name'),
+  name: RequiredFormString('unique group name'),
   policy: FormString('base64 of a JSON policy array (default empty)'),
   user_ids: FormString('comma-separated user ids; unknown users are ignored'),
 })

@@ -20,9 +20,10 @@ export const FlowSchema = Type.Object({
 /** Validated by the service, which names the offending field in its 400. */
 export const FlowBody = Type.Object(
   {
-    name: Type.Optional(Type.Unknown()),
-    sg_api_key: Type.Optional(Type.Unknown({ description: 'stored encrypted, never shown again' })),
-    sg_template_id: Type.Optional(Type.Unknown()),
+    // In the order the service checks them: the first one missing is the one named.
+    sg_api_key: Type.Unknown({ description: 'stored encrypted, never shown again' }),
+    name: Type.Unknown(),
+    sg_template_id: Type.Unknown(),
     user_email_value_spec: Type.Optional(Type.Unknown({ description: 'no literal_value' })),
     from_email_value_spec: Type.Optional(Type.Unknown()),
     substitutions: Type.Optional(Type.Unknown()),
@@ -31,8 +32,8 @@ export const FlowBody = Type.Object(
 )
 
 export const FlowParams = Type.Object({ flow_id: Uuid })
-export const SendEmailBody = Type.Object({ username: Type.Optional(Type.Unknown()) })
-export const LinkSatBody = Type.Object({ scoped_access_token_id: Type.Optional(Type.Unknown()) })
+export const SendEmailBody = Type.Object({ username: Type.Unknown() })
+export const LinkSatBody = Type.Object({ scoped_access_token_id: Type.Unknown() })
 
 export const FlowResponse = responses(success({ password_reset_flow: FlowSchema }))
 export const FlowListResponse = responses(success({ password_reset_flows: Type.Array(FlowSchema) }))

@@ -25,9 +25,9 @@ export const CreatedSatSchema = Type.Object({
 /** Validated by the service, which names the offending field in its 400. */
 export const SatBody = Type.Object(
   {
-    name: Type.Optional(Type.Unknown({ description: 'at most 100 characters' })),
+    name: Type.Unknown({ description: 'at most 100 characters' }),
     policy: Type.Optional(Type.Unknown({ description: 'group-policy syntax' })),
-    not_valid_after: Type.Optional(Type.Unknown({ description: 'ISO 8601 in UTC (…Z)' })),
+    not_valid_after: Type.Unknown({ description: 'ISO 8601 in UTC (…Z)' }),
     allowed_uses: Type.Optional(Type.Unknown({ description: 'integer ≥ 1, or null for no limit' })),
   },
   { description: 'JSON body' },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FormString, responses, success, Uuid } from '../../http/schemas.js'
+import { RequiredFormString, responses, success, Uuid } from '../../http/schemas.js'
 
 const Field = Type.Object({ name: Type.String(), type: Type.String(), index: Type.Boolean() })
 
@@ -13,7 +13,7 @@ export const VaultParams = Type.Object({ vault_id: Uuid })
 export const SchemaParams = Type.Object({ vault_id: Uuid, schema_id: Uuid })
 export const AccountParams = Type.Object({ account_id: Uuid })
 export const SchemaForm = Type.Object({
-  schema: FormString('base64 of {"name", "fields": [{"name", "type", "index"}]}'),
+  schema: RequiredFormString('base64 of {"name", "fields": [{"name", "type", "index"}]}'),
 })
 
 export const SchemaResponse = responses(success({ schema: SchemaSchema }))

@@ -5,6 +5,7 @@ import { errors } from '../../lib/errors.js'
 import { decodeBase64Json } from '../../lib/input.js'
 import { resource } from '../../policy/index.js'
 import {
+  DocumentedSearchBody,
   SearchForm,
   UserSearchResponse,
   VaultParams,
@@ -88,8 +89,10 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
     }),
   }
   const summary = "Search a vault's documents under a schema (docs/search.md)"
+  const documentedBody = { openapi: { body: DocumentedSearchBody } }
   r.post('/v1/vaults/:vault_id/search', {
     ...vaultSearch,
+    config: { ...vaultSearch.config, ...documentedBody },
     schema: { tags, summary, params: VaultParams, body: SearchForm, response: VaultSearchResponse },
   })
 
@@ -101,6 +104,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
   app.addConstraintStrategy(searchOptionConstraint)
   r.post('/v1/vaults/:vault_id/', {
     ...vaultSearch,
+    config: { ...vaultSearch.config, ...documentedBody },
     schema: {
       tags,
       summary: legacy,
@@ -141,7 +145,11 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         response: UserSearchResponse,
       },
       preValidation: userOption.preValidation,
-      config: { form: true, access: { policy: () => ({ readAny: resource('User', '') }) } },
+      config: {
+        form: true,
+        openapi: { body: DocumentedSearchBody },
+        access: { policy: () => ({ readAny: resource('User', '') }) },
+      },
     },
     async (req, reply) => ({
       data: await search.searchUsers(req.actor, userOption.get(req), clientGone(req, reply)),

@@ -13,6 +13,27 @@ export const SearchForm = Type.Object({
   ),
 })
 
+const OptionDescription = 'base64 of the JSON search option (docs/search.md)'
+
+/**
+ * The body as documented, per media type (the route checks it: `search_option is required`):
+ * a form needs `search_option`; a JSON body is `{search_option}` or the option object itself.
+ */
+export const DocumentedSearchBody = {
+  'application/json': {
+    schema: Type.Object(
+      { search_option: Type.Optional(Type.Unknown({ description: OptionDescription })) },
+      { minProperties: 1, description: '`{search_option}`, or the option object itself' },
+    ),
+  },
+  'application/x-www-form-urlencoded': {
+    schema: Type.Object({ search_option: Type.String({ description: OptionDescription }) }),
+  },
+  'multipart/form-data': {
+    schema: Type.Object({ search_option: Type.String({ description: OptionDescription }) }),
+  },
+}
+
 const Info = Type.Object({
   per_page: Type.Integer(),
   current_page: Type.Integer(),

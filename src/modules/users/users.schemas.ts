@@ -1,5 +1,12 @@
 import { Type } from 'typebox'
-import { FormString, FullQuery, responses, success, Uuid } from '../../http/schemas.js'
+import {
+  FormString,
+  FullQuery,
+  RequiredFormString,
+  responses,
+  success,
+  Uuid,
+} from '../../http/schemas.js'
 
 const userFields = {
   id: Uuid,
@@ -31,7 +38,7 @@ export const UserIdsParams = Type.Object({
 })
 
 export const CreateUserForm = Type.Object({
-  username: FormString('unique among ACTIVATED and LOCKED users'),
+  username: RequiredFormString('unique among ACTIVATED and LOCKED users'),
   password: FormString('at least 8 characters; omit for a service account'),
   attributes: FormString('base64 of a JSON document'),
   group_ids: FormString('comma-separated group ids'),

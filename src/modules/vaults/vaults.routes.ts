@@ -4,9 +4,10 @@ import { errors } from '../../lib/errors.js'
 import { resource } from '../../policy/index.js'
 import {
   AccountParams,
+  CreateVaultForm,
   LegacyVaultListResponse,
   PageQuery,
-  VaultForm,
+  RenameVaultForm,
   VaultListResponse,
   VaultParams,
   VaultResponse,
@@ -27,7 +28,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
   r.post(
     '/v1/vaults',
     {
-      schema: { tags, summary: 'Create a vault', body: VaultForm, response: VaultResponse },
+      schema: { tags, summary: 'Create a vault', body: CreateVaultForm, response: VaultResponse },
       config: {
         form: true,
         access: { policy: () => ({ activity: 'C', resource: resource('Vault', '') }) },
@@ -94,7 +95,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
         tags,
         summary: 'Rename a vault',
         params: VaultParams,
-        body: VaultForm,
+        body: RenameVaultForm,
         response: VaultResponse,
       },
       config: { form: true, access: { policy: onVault('U') } },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { FormString, responses, success, Uuid } from '../../http/schemas.js'
+import { FormString, RequiredFormString, responses, success, Uuid } from '../../http/schemas.js'
 
 export const VaultSchema = Type.Object({ id: Uuid, name: Type.String() })
 export const LegacyVaultSchema = Type.Object({ id: Uuid, name: Type.String(), account_id: Uuid })
@@ -7,7 +7,11 @@ export const LegacyVaultSchema = Type.Object({ id: Uuid, name: Type.String(), ac
 export const VaultParams = Type.Object({ vault_id: Uuid })
 export const AccountParams = Type.Object({ account_id: Uuid })
 
-export const VaultForm = Type.Object({ name: FormString('unique within the account') })
+export const CreateVaultForm = Type.Object({
+  name: RequiredFormString('unique within the account'),
+})
+/** Without a name the vault is returned unchanged. */
+export const RenameVaultForm = Type.Object({ name: FormString('unique within the account') })
 
 /** `page` from 1, `per_page` from 1 to 500 (default 100). */
 export const PageQuery = Type.Object({
