@@ -74,8 +74,8 @@ const created = await client.POST('/v2/vaults/{vault_id}/documents', {
   body: { document: { name: 'Ada' }, schema_id },
 })
 if (!created.data) fail('create', created.error)
-const read = await client.GET('/v2/vaults/{vault_id}/documents/{document_ids}', {
-  params: { path: { vault_id, document_ids: created.data.document_id } },
+const read = await client.GET('/v2/vaults/{vault_id}/documents/{document_id}', {
+  params: { path: { vault_id, document_id: created.data.document_id } },
 })
 if (!read.data) fail('read', read.error)
 
