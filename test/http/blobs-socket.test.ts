@@ -195,7 +195,7 @@ describe.each(STORE_KINDS)('BLOB endpoints over a real socket (%s store)', (kind
       expect(body.blob_size).toBe(String(size))
       expect(body.blob_filename).toBe('résumé 数据.bin')
       const down = await get(`/v1/vaults/${v}/blobs/${body.blob_id}`)
-      expect(down.status).toBe(200)
+      expect(down.status, down.status === 200 ? '' : await down.clone().text()).toBe(200)
       expect(down.headers.get('content-type')).toBe('application/x-thing')
       expect(down.headers.get('content-length')).toBe(String(size))
       const disposition = down.headers.get('content-disposition') ?? ''
