@@ -14,6 +14,7 @@ import { ManualClock } from '../../src/lib/clock.js'
 import type { ConsentRateLimits } from '../../src/modules/consent/consent-rate-limit.js'
 import type { Store } from '../../src/store/db.js'
 import { TEST_ARGON2 } from './app.js'
+import { assertDescribed, watchResponses } from './openapi-harness.js'
 import { openTestStore } from './store.js'
 
 export const CONSENT = '/api/v1/cmp/consent'
@@ -98,6 +99,8 @@ export async function buildConsentTestApp(
     ...(options.cors ? { cors: options.cors } : {}),
     ...(options.deadlines ? { deadlines: options.deadlines } : {}),
   })
+  // Every answer of the consent listener is checked against its own /openapi.json (issue #17).
+  const responses = watchResponses(app)
   await app.ready()
   const mainApp = options.withMainApp ? await buildApp(deps) : undefined
   await mainApp?.ready()
@@ -125,6 +128,7 @@ export async function buildConsentTestApp(
       await mainApp?.close()
       await store.close()
       rmSync(blobDir, { recursive: true, force: true })
+      assertDescribed(responses)
     },
   }
 }
