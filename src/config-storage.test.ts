@@ -134,6 +134,9 @@ describe('config: S3 settings are checked for syntax at start', () => {
       secretAccessKey: 'secret',
       forcePathStyle: true,
       prefix: 'coffer',
+      connectTimeoutMs: 5_000,
+      requestTimeoutMs: 10_000,
+      deadlineMs: 15_000,
     })
   })
 
@@ -168,6 +171,52 @@ describe('config: S3 settings are checked for syntax at start', () => {
     ])
     expect(problemsOf(s3({ COFFER_S3_REGION: 'EU West' }))).toEqual([
       'COFFER_S3_REGION must be a region name such as us-east-1',
+    ])
+  })
+
+  it('bounds the S3 time limits, each at its edges (issue 18)', () => {
+    const limits = (extra: Record<string, string>) => loadConfig(s3(extra)).s3
+    const all = { COFFER_S3_CONNECT_TIMEOUT_MS: '100', COFFER_S3_REQUEST_TIMEOUT_MS: '100' }
+    expect(limits({ ...all, COFFER_S3_DEADLINE_MS: '100' })).toMatchObject({
+      connectTimeoutMs: 100,
+      requestTimeoutMs: 100,
+      deadlineMs: 100,
+    })
+    const top = {
+      COFFER_S3_CONNECT_TIMEOUT_MS: '60000',
+      COFFER_S3_REQUEST_TIMEOUT_MS: '600000',
+      COFFER_S3_DEADLINE_MS: '600000',
+    }
+    expect(limits(top)).toMatchObject({ connectTimeoutMs: 60_000, deadlineMs: 600_000 })
+    const cases: [string, string, string][] = [
+      ['COFFER_S3_CONNECT_TIMEOUT_MS', '99', 'from 100 to 60000'],
+      ['COFFER_S3_CONNECT_TIMEOUT_MS', '60001', 'from 100 to 60000'],
+      ['COFFER_S3_REQUEST_TIMEOUT_MS', '99', 'from 100 to 600000'],
+      ['COFFER_S3_REQUEST_TIMEOUT_MS', '600001', 'from 100 to 600000'],
+      ['COFFER_S3_DEADLINE_MS', '99', 'from 100 to 3600000'],
+      ['COFFER_S3_DEADLINE_MS', 'soon', 'from 100 to 3600000'],
+    ]
+    for (const [name, bad, range] of cases)
+      expect(problemsOf(s3({ ...top, COFFER_S3_DEADLINE_MS: '600000', [name]: bad }))).toContain(
+        `${name} must be an integer ${range}`,
+      )
+  })
+
+  it('keeps each attempt within the deadline, and the deadline within the upload deadline', () => {
+    const order =
+      'COFFER_S3_CONNECT_TIMEOUT_MS and COFFER_S3_REQUEST_TIMEOUT_MS must not exceed COFFER_S3_DEADLINE_MS'
+    expect(problemsOf(s3({ COFFER_S3_DEADLINE_MS: '10000' }))).toEqual([])
+    expect(problemsOf(s3({ COFFER_S3_DEADLINE_MS: '9999' }))).toEqual([order])
+    expect(
+      problemsOf(s3({ COFFER_S3_DEADLINE_MS: '5000', COFFER_S3_REQUEST_TIMEOUT_MS: '5000' })),
+    ).toEqual([])
+    expect(
+      problemsOf(s3({ COFFER_S3_DEADLINE_MS: '4999', COFFER_S3_REQUEST_TIMEOUT_MS: '4999' })),
+    ).toEqual([order])
+    const upload = { COFFER_BLOB_UPLOAD_TIMEOUT_MS: '60000', COFFER_S3_DEADLINE_MS: '60000' }
+    expect(problemsOf(s3(upload))).toEqual([])
+    expect(problemsOf(s3({ ...upload, COFFER_S3_DEADLINE_MS: '60001' }))).toEqual([
+      'COFFER_S3_DEADLINE_MS must not exceed COFFER_BLOB_UPLOAD_TIMEOUT_MS',
     ])
   })
 })

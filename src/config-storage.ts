@@ -15,6 +15,12 @@ export interface S3Config {
   secretAccessKey: string | undefined
   forcePathStyle: boolean
   prefix: string
+  /** Connect timeout of every S3 call (COFFER_S3_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs: number
+  /** Per attempt, until the response starts (COFFER_S3_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number
+  /** Per call, retries included (COFFER_S3_DEADLINE_MS). */
+  deadlineMs: number
 }
 
 export interface BlobSettings {
@@ -92,7 +98,7 @@ export function blobSettings(
 
 function s3Settings(
   env: NodeJS.ProcessEnv,
-  read: { flag: Flag; url: Url },
+  read: { flag: Flag; url: Url; int: Int },
   problems: string[],
 ): S3Config {
   const bucket = env.COFFER_S3_BUCKET?.trim() ?? ''
@@ -114,6 +120,15 @@ function s3Settings(
     problems.push('COFFER_S3_REGION must be a region name such as us-east-1')
   }
   const endpointRaw = env.COFFER_S3_ENDPOINT?.trim() || undefined
+  // Issue 18: a store that hangs answers 504 within the deadline instead of after minutes.
+  const connectTimeoutMs = read.int('COFFER_S3_CONNECT_TIMEOUT_MS', 5_000, 100, 60_000)
+  const requestTimeoutMs = read.int('COFFER_S3_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000)
+  const deadlineMs = read.int('COFFER_S3_DEADLINE_MS', 15_000, 100, 3_600_000)
+  if (connectTimeoutMs > deadlineMs || requestTimeoutMs > deadlineMs) {
+    problems.push(
+      'COFFER_S3_CONNECT_TIMEOUT_MS and COFFER_S3_REQUEST_TIMEOUT_MS must not exceed COFFER_S3_DEADLINE_MS',
+    )
+  }
   return {
     endpoint: endpointRaw ? read.url('COFFER_S3_ENDPOINT', endpointRaw, '', problems) : undefined,
     region,
@@ -126,7 +141,19 @@ function s3Settings(
       problems,
     ),
     prefix: env.COFFER_S3_PREFIX || '',
+    connectTimeoutMs,
+    requestTimeoutMs,
+    deadlineMs,
   }
+}
+
+/** A store call may not outlast the upload it serves (COFFER_BLOB_UPLOAD_TIMEOUT_MS). */
+export function s3DeadlineProblems(
+  s3: S3Config | undefined,
+  blobUploadTimeoutMs: number,
+): string[] {
+  if (!s3 || s3.deadlineMs <= blobUploadTimeoutMs) return []
+  return ['COFFER_S3_DEADLINE_MS must not exceed COFFER_BLOB_UPLOAD_TIMEOUT_MS']
 }
 
 /**

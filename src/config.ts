@@ -1,6 +1,12 @@
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
-import { type BlobSettings, blobSettings, databaseUrl, type S3Config } from './config-storage.js'
+import {
+  type BlobSettings,
+  blobSettings,
+  databaseUrl,
+  type S3Config,
+  s3DeadlineProblems,
+} from './config-storage.js'
 import { defaultHashingLimits } from './crypto/passwords.js'
 import { parseOriginList } from './lib/origins.js'
 
@@ -612,6 +618,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: databaseLimits(env, searchTimeoutMs, problems),
     operations: operations(env, problems),
   }
+  problems.push(...s3DeadlineProblems(config.s3, config.database.blobUploadTimeoutMs))
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze(config)
 }

@@ -112,6 +112,11 @@ export function blobStoreFor(config: Config): BlobStore {
       bucket: s3.bucket,
       forcePathStyle: s3.forcePathStyle,
       prefix: s3.prefix,
+      timeouts: {
+        connectTimeoutMs: s3.connectTimeoutMs,
+        requestTimeoutMs: s3.requestTimeoutMs,
+        deadlineMs: s3.deadlineMs,
+      },
       ...(s3.endpoint ? { endpoint: s3.endpoint } : {}),
       ...(s3.accessKeyId ? { accessKeyId: s3.accessKeyId } : {}),
       ...(s3.secretAccessKey ? { secretAccessKey: s3.secretAccessKey } : {}),

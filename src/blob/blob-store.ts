@@ -47,3 +47,24 @@ export function blobKey(
   }
   return `a/${accountId}/v/${vaultId}/b/${blobId}/${objectId}`
 }
+
+/**
+ * The store itself failed: it refused, dropped or never answered the connection, ran past its
+ * deadline, or answered with an error that is not "no such object" (a missing bucket, denied
+ * credentials, a 5xx). Not the client's doing; callers answer 503 (or 504 when `timedOut`).
+ */
+export class BlobStoreUnavailableError extends Error {
+  constructor(
+    /** The store's step that failed, e.g. `PutObject`. */
+    readonly operation: string,
+    /** True when the step ran past a time limit (connect, request or total deadline). */
+    readonly timedOut: boolean,
+    /** The total deadline of the step, for the client's message. */
+    readonly deadlineMs: number,
+    cause: unknown,
+  ) {
+    const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+    super(`blob store ${operation} failed${timedOut ? ' (timed out)' : ''}: ${detail}`, { cause })
+    this.name = 'BlobStoreUnavailableError'
+  }
+}

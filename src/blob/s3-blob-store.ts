@@ -3,15 +3,18 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  type CreateMultipartUploadCommandOutput,
   DeleteObjectCommand,
   GetObjectCommand,
+  type GetObjectCommandOutput,
   HeadBucketCommand,
   HeadObjectCommand,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
+  type UploadPartCommandOutput,
 } from '@aws-sdk/client-s3'
-import { BlobNotFoundError, type BlobStore } from './blob-store.js'
+import { BlobNotFoundError, type BlobStore, BlobStoreUnavailableError } from './blob-store.js'
 import { assertValidBlobKey } from './fs-blob-store.js'
 
 export interface S3BlobStoreOptions {
@@ -26,7 +29,28 @@ export interface S3BlobStoreOptions {
   forcePathStyle?: boolean
   /** Folder inside the bucket for every key: `coffer` stores `a/...` as `coffer/a/...`. */
   prefix?: string
+  /** Time limits of every call (COFFER_S3_*_MS); the defaults below when absent. */
+  timeouts?: Partial<S3Timeouts>
 }
+
+export interface S3Timeouts {
+  /** To open the TCP (and TLS) connection. */
+  connectTimeoutMs: number
+  /** Per attempt, until the response starts; also the longest silence of a download stream. */
+  requestTimeoutMs: number
+  /** Per call, all attempts and backoff included: the store never holds a request longer. */
+  deadlineMs: number
+}
+
+/** Well under the request deadlines (30 s, uploads 10 min): a hung store answers 504 in 15 s. */
+export const DEFAULT_S3_TIMEOUTS: S3Timeouts = {
+  connectTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  deadlineMs: 15_000,
+}
+
+/** Steps that must not be sent twice: a repeated create leaves an upload no one aborts. */
+type OnceOnly = 'CreateMultipartUpload' | 'CompleteMultipartUpload'
 
 /**
  * Multipart part size: the S3 minimum. At most two part buffers exist per upload: one being
@@ -34,6 +58,11 @@ export interface S3BlobStoreOptions {
  * 10 MiB however large the object.
  */
 const PART_SIZE = 5 * 1024 * 1024
+
+const ONCE_ONLY = new Set<string>([
+  'CreateMultipartUpload',
+  'CompleteMultipartUpload',
+] satisfies OnceOnly[])
 
 /**
  * Part buffers are reused across uploads: allocating two fresh 5 MiB buffers per upload left
@@ -54,6 +83,12 @@ function isNotFound(err: unknown): boolean {
   return $metadata?.httpStatusCode === 404 && name !== 'NoSuchBucket'
 }
 
+/** A time limit of the HTTP handler (connect, request, socket) as opposed to a refusal. */
+function isTimeout(err: unknown): boolean {
+  const { name, code } = (err ?? {}) as { name?: unknown; code?: unknown }
+  return name === 'TimeoutError' || name === 'AbortError' || code === 'ETIMEDOUT'
+}
+
 /**
  * Objects in one S3 bucket (or any S3-compatible store). `put` streams: one PutObject for bodies
  * under 5 MiB, a multipart upload otherwise, with bounded memory either way. Nothing is visible
@@ -62,6 +97,9 @@ function isNotFound(err: unknown): boolean {
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3'
   readonly #client: S3Client
+  /** The same store, without retries, for the steps in `OnceOnly`. */
+  readonly #onceClient: S3Client
+  readonly #timeouts: S3Timeouts
   readonly #bucket: string
   readonly #prefix: string
 
@@ -73,7 +111,9 @@ export class S3BlobStore implements BlobStore {
     this.#bucket = options.bucket
     const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '')
     this.#prefix = prefix === '' ? '' : `${prefix}/`
-    this.#client = new S3Client({
+    const timeouts = { ...DEFAULT_S3_TIMEOUTS, ...options.timeouts }
+    this.#timeouts = timeouts
+    const clientConfig = (maxAttempts: number) => ({
       region: options.region,
       endpoint: options.endpoint,
       forcePathStyle: options.forcePathStyle ?? false,
@@ -81,19 +121,21 @@ export class S3BlobStore implements BlobStore {
       // Content is AES-GCM encrypted (and so authenticated) before it gets here, and many
       // S3-compatible servers reject or mishandle the SDK's default CRC32 checksum headers and
       // aws-chunked trailers; send and check checksums only where the API demands them.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      maxAttempts: 3,
+      requestChecksumCalculation: 'WHEN_REQUIRED' as const,
+      responseChecksumValidation: 'WHEN_REQUIRED' as const,
+      // The SDK's standard strategy: retryable errors only, exponential backoff with full
+      // jitter; `#send`'s deadline bounds the attempts and their waits together.
+      maxAttempts,
       requestHandler: {
-        // Give up on a connection that cannot be made quickly...
-        connectionTimeout: 5_000,
-        // ...on a request (a 5 MiB part included) whose response has not started in 2 minutes...
-        requestTimeout: 120_000,
+        connectionTimeout: timeouts.connectTimeoutMs,
+        requestTimeout: timeouts.requestTimeoutMs,
         throwOnRequestTimeout: true,
-        // ...and on a socket, download streams included, with no traffic for a minute.
-        socketTimeout: 60_000,
+        // A socket with no traffic (a download stream included) for as long is given up.
+        socketTimeout: timeouts.requestTimeoutMs,
       },
     })
+    this.#client = new S3Client(clientConfig(3))
+    this.#onceClient = new S3Client(clientConfig(1))
   }
 
   /**
@@ -127,7 +169,7 @@ export class S3BlobStore implements BlobStore {
 
     const sendPart = async (data: Buffer, PartNumber: number) => {
       uploadId ??= (
-        await this.#client.send(
+        await this.#send<CreateMultipartUploadCommandOutput>(
           new CreateMultipartUploadCommand({
             Bucket,
             Key,
@@ -135,7 +177,7 @@ export class S3BlobStore implements BlobStore {
           }),
         )
       ).UploadId
-      const res = await this.#client.send(
+      const res = await this.#send<UploadPartCommandOutput>(
         new UploadPartCommand({
           Bucket,
           Key,
@@ -173,7 +215,7 @@ export class S3BlobStore implements BlobStore {
       }
       if (inFlight) await Promise.race([inFlight, bodyFailed])
       if (uploadId === undefined) {
-        await this.#client.send(
+        await this.#send(
           new PutObjectCommand({
             Bucket,
             Key,
@@ -187,7 +229,7 @@ export class S3BlobStore implements BlobStore {
       }
       if (fill > 0) await sendPart(buffer.subarray(0, fill), ++partNumber)
       parts.sort((a, b) => a.PartNumber - b.PartNumber)
-      await this.#client.send(
+      await this.#send(
         new CompleteMultipartUploadCommand({
           Bucket,
           Key,
@@ -205,9 +247,7 @@ export class S3BlobStore implements BlobStore {
         await inFlight?.catch(() => {})
         release()
         if (uploadId === undefined) return
-        await this.#client.send(
-          new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }),
-        )
+        await this.#send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))
       }
       abort().catch(() => {})
       throw error
@@ -217,7 +257,7 @@ export class S3BlobStore implements BlobStore {
   async get(key: string): Promise<Readable> {
     const objectKey = this.#key(key)
     try {
-      const res = await this.#client.send(
+      const res = await this.#send<GetObjectCommandOutput>(
         new GetObjectCommand({ Bucket: this.#bucket, Key: objectKey }),
       )
       const body = res.Body
@@ -235,7 +275,7 @@ export class S3BlobStore implements BlobStore {
   async delete(key: string): Promise<void> {
     const objectKey = this.#key(key)
     try {
-      await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: objectKey }))
+      await this.#send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: objectKey }))
     } catch (err) {
       if (!isNotFound(err)) throw err
     }
@@ -244,7 +284,7 @@ export class S3BlobStore implements BlobStore {
   async exists(key: string): Promise<boolean> {
     const objectKey = this.#key(key)
     try {
-      await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: objectKey }))
+      await this.#send(new HeadObjectCommand({ Bucket: this.#bucket, Key: objectKey }))
       return true
     } catch (err) {
       // HEAD responses have no body, so a missing bucket also looks like a plain 404 here.
@@ -259,12 +299,43 @@ export class S3BlobStore implements BlobStore {
    * does not use).
    */
   async check(): Promise<void> {
-    await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }))
+    // The start-up check names the setting at fault from the SDK's own error.
+    await this.#send(new HeadBucketCommand({ Bucket: this.#bucket })).catch((error) => {
+      throw error instanceof BlobStoreUnavailableError ? error.cause : error
+    })
   }
 
-  /** Closes the client's idle keep-alive sockets (for shutdown and tests). */
+  /** Closes the clients' idle keep-alive sockets (for shutdown and tests). */
   close(): void {
     this.#client.destroy()
+    this.#onceClient.destroy()
+  }
+
+  /**
+   * One call within the total deadline, retried only when it is safe to repeat. Every failure
+   * but "no such object" (which callers read) becomes a BlobStoreUnavailableError.
+   */
+  async #send<Out = unknown>(command: { constructor: { name: string } }): Promise<Out> {
+    const operation = command.constructor.name.replace(/Command$/, '')
+    const client = ONCE_ONLY.has(operation) ? this.#onceClient : this.#client
+    const { deadlineMs } = this.#timeouts
+    const deadline = new AbortController()
+    const timer = setTimeout(() => deadline.abort(), deadlineMs)
+    try {
+      // The SDK types `send` per command class; every command passed here is an S3 command.
+      const send = client.send.bind(client) as (c: unknown, o: object) => Promise<unknown>
+      return (await send(command, { abortSignal: deadline.signal })) as Out
+    } catch (err) {
+      if (isNotFound(err)) throw err
+      throw new BlobStoreUnavailableError(
+        operation,
+        deadline.signal.aborted || isTimeout(err),
+        deadlineMs,
+        err,
+      )
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   #key(key: string): string {

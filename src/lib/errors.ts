@@ -124,6 +124,27 @@ export const errors = {
       "The BLOB's content is missing from the BLOB store; the operator can restore it",
       { logFields },
     ),
+  /**
+   * 503: the BLOB store refused or dropped the connection, or answered with an error of its own
+   * (no such bucket, denied credentials, a 5xx). A retry after a short wait may reach it.
+   */
+  blobStoreUnavailable: (logFields: Record<string, string>) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'BLOB_STORE_UNAVAILABLE',
+      'The BLOB store is unavailable; nothing was changed, try again shortly',
+      { logFields, retryAfterSeconds: 5 },
+    ),
+  /** 504: the BLOB store did not answer within its deadline (COFFER_S3_DEADLINE_MS). */
+  blobStoreTimeout: (deadlineMs: number, logFields: Record<string, string>) =>
+    new AppError(
+      504,
+      ErrorType.unavailable,
+      'BLOB_STORE_TIMEOUT',
+      `The BLOB store did not answer within ${deadlineMs} ms; nothing was changed, try again later`,
+      { logFields },
+    ),
   /** 503: the request ran past its deadline; its database work was stopped and rolled back. */
   requestTimeout: (timeoutMs: number, cause?: unknown) =>
     new AppError(

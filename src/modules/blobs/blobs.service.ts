@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline, type Readable, Transform } from 'node:stream'
-import { BlobNotFoundError, type BlobStore, blobKey } from '../../blob/blob-store.js'
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  BlobStoreUnavailableError,
+  blobKey,
+} from '../../blob/blob-store.js'
 import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
 import { KEY_BYTES } from '../../crypto/aead.js'
 import type { Keyring } from '../../crypto/keyring.js'
@@ -118,7 +123,9 @@ export class BlobsService {
     limiter.on('error', () => file.resume())
     const encrypted = file.pipe(limiter).pipe(encryptStream(streamKey))
     limiter.on('error', (e) => encrypted.destroy(e))
-    await this.store.put(objectKey, encrypted)
+    await this.store.put(objectKey, encrypted).catch((error) => {
+      throw this.#storeFailure(error, { account_id: accountId, vault_id: vaultId, blob_id: blobId })
+    })
     this.meter.count('blob_bytes', { direction: 'in' }, limiter.bytes())
     return { objectId, objectKey, streamKey, size: limiter.bytes() }
   }
@@ -280,7 +287,13 @@ export class BlobsService {
     try {
       return await this.store.get(row.object_key)
     } catch (error) {
-      if (!(error instanceof BlobNotFoundError)) throw error
+      if (!(error instanceof BlobNotFoundError)) {
+        throw this.#storeFailure(error, {
+          account_id: row.account_id,
+          vault_id: row.vault_id,
+          blob_id: row.id,
+        })
+      }
       const store = this.store.kind === 's3' ? 's3' : 'fs'
       this.meter.count('blob_objects_missing', { store })
       throw errors.blobContentUnavailable({
@@ -291,6 +304,23 @@ export class BlobsService {
         blob_store: store,
       })
     }
+  }
+
+  /**
+   * The store's own failure as 503 BLOB_STORE_UNAVAILABLE (504 BLOB_STORE_TIMEOUT past its
+   * deadline), logged once with what failed; any other error (the body's own) unchanged.
+   */
+  #storeFailure(error: unknown, fields: Record<string, string>): unknown {
+    if (!(error instanceof BlobStoreUnavailableError)) return error
+    const logFields = {
+      ...fields,
+      blob_store: this.store.kind,
+      operation: error.operation,
+      cause: error.message,
+    }
+    return error.timedOut
+      ? errors.blobStoreTimeout(error.deadlineMs, logFields)
+      : errors.blobStoreUnavailable(logFields)
   }
 
   async #deleteObject(objectKey: string): Promise<void> {
