@@ -320,11 +320,21 @@ export class S3BlobStore implements BlobStore {
     const client = ONCE_ONLY.has(operation) ? this.#onceClient : this.#client
     const { deadlineMs } = this.#timeouts
     const deadline = new AbortController()
-    const timer = setTimeout(() => deadline.abort(), deadlineMs)
+    let timer: NodeJS.Timeout | undefined
+    // The signal stops the request in flight; the race also ends a wait between retries, which
+    // the SDK sleeps through without looking at the signal.
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        deadline.abort()
+        reject(new Error(`no answer within ${deadlineMs} ms`))
+      }, deadlineMs)
+    })
     try {
       // The SDK types `send` per command class; every command passed here is an S3 command.
       const send = client.send.bind(client) as (c: unknown, o: object) => Promise<unknown>
-      return (await send(command, { abortSignal: deadline.signal })) as Out
+      const sent = send(command, { abortSignal: deadline.signal })
+      sent.catch(() => {})
+      return (await Promise.race([sent, expired])) as Out
     } catch (err) {
       if (isNotFound(err)) throw err
       throw new BlobStoreUnavailableError(
