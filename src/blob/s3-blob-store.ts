@@ -83,9 +83,13 @@ function isNotFound(err: unknown): boolean {
   return $metadata?.httpStatusCode === 404 && name !== 'NoSuchBucket'
 }
 
-/** A time limit of the HTTP handler (connect, request, socket) as opposed to a refusal. */
+/**
+ * A time limit of the HTTP handler (connect, request, socket) as opposed to a refusal. The SDK
+ * also names a reset connection `TimeoutError` (to retry it); that is a dropped connection.
+ */
 function isTimeout(err: unknown): boolean {
   const { name, code } = (err ?? {}) as { name?: unknown; code?: unknown }
+  if (code === 'ECONNRESET' || code === 'EPIPE') return false
   return name === 'TimeoutError' || name === 'AbortError' || code === 'ETIMEDOUT'
 }
 
