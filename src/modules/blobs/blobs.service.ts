@@ -238,8 +238,20 @@ export class BlobsService {
     })
     // pipeline, not pipe: when decryption fails or the client goes away, the object's file
     // handle (or S3 response) is released at once, not left open until garbage collection.
+    let sourceFailure: unknown
+    source.once('error', (error) => {
+      sourceFailure = error
+    })
     pipeline(source, plain, served, () => {})
-    await firstReadable(served)
+    await firstReadable(served).catch((error) => {
+      // The store dropped the object's stream before the first byte: the store's failure (a
+      // connection reset would otherwise read as the database's), not the content's.
+      if (sourceFailure === undefined) throw error
+      throw this.#storeFailure(
+        new BlobStoreUnavailableError('GetObject', false, 0, sourceFailure),
+        { account_id: row.account_id, vault_id: row.vault_id, blob_id: row.id },
+      )
+    })
     return { row, stream: served }
   }
 
