@@ -33,7 +33,8 @@ export async function refusedEndpoint(): Promise<string> {
  * What the proxy does with each request: pass it to the real store, hold it unanswered
  * (a store that accepts connections and never answers), answer every request `NoSuchBucket`,
  * fail every part after the first with a 500 (a store breaking mid-upload), or fail every
- * CompleteMultipartUpload with a 500.
+ * CompleteMultipartUpload with a 500, or drop the connection of every GET after its first `cutAfter` bytes, or drop every connection
+ * as soon as a request arrives (`reset`).
  */
 export type FaultMode =
   | 'forward'
@@ -41,10 +42,14 @@ export type FaultMode =
   | 'no-such-bucket'
   | 'fail-later-parts'
   | 'fail-completion'
+  | 'cut-downloads'
+  | 'reset'
 
 export interface FaultyS3 {
   endpoint: string
   mode: FaultMode
+  /** Bytes of a GET's body sent before `cut-downloads` drops the connection. */
+  cutAfter: number
   /** `METHOD url` of every request received, in order. */
   readonly requests: string[]
   close(): Promise<void>
@@ -65,6 +70,7 @@ export async function startFaultyS3(target: string): Promise<FaultyS3> {
   const faulty: FaultyS3 = {
     endpoint: '',
     mode: 'forward',
+    cutAfter: 64 * 1024,
     requests: [],
     close: async () => {},
   }
@@ -73,6 +79,10 @@ export async function startFaultyS3(target: string): Promise<FaultyS3> {
     faulty.requests.push(`${req.method} ${url}`)
     const query = new URL(url, 'http://x').searchParams
     if (faulty.mode === 'hang') return
+    if (faulty.mode === 'reset') {
+      req.socket.destroy()
+      return
+    }
     if (faulty.mode === 'no-such-bucket') {
       req.resume()
       res.writeHead(404, { 'content-type': 'application/xml' })
@@ -106,7 +116,23 @@ export async function startFaultyS3(target: string): Promise<FaultyS3> {
       },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
-        answer.pipe(res)
+        if (faulty.mode !== 'cut-downloads' || req.method !== 'GET') {
+          answer.pipe(res)
+          return
+        }
+        let sent = 0
+        answer.on('data', (chunk: Buffer) => {
+          if (sent >= faulty.cutAfter) return
+          const piece = chunk.subarray(0, faulty.cutAfter - sent)
+          sent += chunk.length
+          if (sent < faulty.cutAfter) {
+            res.write(piece)
+            return
+          }
+          answer.destroy()
+          // Once the bytes are out, so the client sees a body that stops, not no answer.
+          res.write(piece, () => res.socket?.destroy())
+        })
       },
     )
     forward.on('error', () => res.destroy())

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { S3BlobStore, type S3Timeouts } from '../../src/blob/s3-blob-store.js'
 import { basicHeader, buildTestApp, errorOf, type TestApp } from '../helpers/app.js'
@@ -123,7 +124,7 @@ describe(`BLOBs when the S3 store fails (${testDialect})`, () => {
     expect(ms).toBeLessThan(BOUND_MS)
   })
 
-  it('downloads: a hung store gives 504, a lost bucket 503 (not 500 INTERNAL)', async () => {
+  it('downloads: a hung store gives 504, a lost bucket or dropped connection 503 (not 500)', async () => {
     const created = await upload(t, bytes(20_000, 3))
     expect(created.statusCode, created.body).toBe(200)
     const url = `/v1/vaults/${vault}/blobs/${created.json().blob_id}`
@@ -139,6 +140,12 @@ describe(`BLOBs when the S3 store fails (${testDialect})`, () => {
       expect(lost.statusCode, lost.body).toBe(503)
       expect(errorOf(lost).code).toBe('BLOB_STORE_UNAVAILABLE')
       expect(lost.headers['retry-after']).toBe('5')
+      // A connection the store drops (which the SDK calls a TimeoutError) is not a timeout.
+      faulty.mode = 'reset'
+      const reset = await t.api.get(url, { auth })
+      expect(reset.statusCode, reset.body).toBe(503)
+      expect(errorOf(reset).code).toBe('BLOB_STORE_UNAVAILABLE')
+      faulty.mode = 'no-such-bucket'
       const upload404 = await upload(t, bytes(1000, 4))
       expect(upload404.statusCode, upload404.body).toBe(503)
       expect(errorOf(upload404).code).toBe('BLOB_STORE_UNAVAILABLE')
@@ -200,5 +207,46 @@ describe(`BLOBs when the S3 store fails (${testDialect})`, () => {
     for (let i = 0; i < 100 && aborted().length === 0; i++)
       await new Promise((r) => setTimeout(r, 20))
     expect(aborted()).toHaveLength(1)
+  })
+
+  it('a download the store drops: 503 before the first byte, else the response ends in error', async () => {
+    const data = bytes(2 * MiB, 7)
+    const created = await upload(t, data)
+    expect(created.statusCode, created.body).toBe(200)
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
+    const url = `${base}/v1/vaults/${vault}/blobs/${created.json().blob_id}`
+    const headers = { authorization: basicHeader(auth) }
+    faulty.mode = 'cut-downloads'
+    let received = 0
+    try {
+      // Dropped before the first sealed chunk is whole: nothing was sent yet, so a 503.
+      faulty.cutAfter = 32 * 1024
+      const early = await fetch(url, { headers })
+      expect(early.status, await early.clone().text()).toBe(503)
+      expect(((await early.json()) as { error: { code: string } }).error.code).toBe(
+        'BLOB_STORE_UNAVAILABLE',
+      )
+      // Dropped half-way: the 200 is out, so the response itself ends in error.
+      faulty.cutAfter = MiB
+      const res = await fetch(url, { headers })
+      expect(res.status).toBe(200)
+      // The body stops short and the reader sees the connection end in error, never a hang
+      // and never a body that passes for complete.
+      await expect(
+        (async () => {
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+            received += chunk.length
+        })(),
+      ).rejects.toThrow()
+      expect(received).toBeGreaterThan(0)
+      expect(received).toBeLessThan(data.length)
+    } finally {
+      faulty.mode = 'forward'
+    }
+    const me = await fetch(`${base}/v1/auth/me`, { headers })
+    expect(me.status).toBe(200)
+    const again = await fetch(url, { headers })
+    expect(Buffer.from(await again.arrayBuffer()).equals(data)).toBe(true)
   })
 })
