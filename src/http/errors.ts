@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
-import { isDatabaseUnavailable } from '../store/db-errors.js'
+import { isDatabaseUnavailable, isStorageFull } from '../store/db-errors.js'
 import { sendJson } from './common-hooks.js'
 
 interface Rendered {
@@ -28,7 +28,12 @@ function validationMessage(error: FastifyError): string {
 
 function render(raw: FastifyError | AppError | Error): Rendered {
   // A lost or refused database connection is retryable: 503 with Retry-After, never a 500.
-  const error = isDatabaseUnavailable(raw) ? errors.databaseUnavailable(raw) : raw
+  // A full disk is not a bug either: 507 STORAGE_FULL, so clients and operators know why.
+  const error = isDatabaseUnavailable(raw)
+    ? errors.databaseUnavailable(raw)
+    : isStorageFull(raw)
+      ? errors.storageFull(raw)
+      : raw
   if (error instanceof AppError) {
     return {
       status: error.statusCode,
@@ -82,6 +87,15 @@ function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): 
     request.log.warn(
       { error: error.message, ...(typeof code === 'string' ? { db_code: code } : {}) },
       'request failed: database unavailable',
+    )
+    return
+  }
+  if (rendered.code === 'STORAGE_FULL') {
+    // Expected while the disk is full, one per refused write: no stack, the code says it all.
+    const code = (error as { code?: unknown }).code
+    request.log.warn(
+      { ...(typeof code === 'string' ? { storage_code: code } : {}) },
+      'request failed: storage full',
     )
     return
   }

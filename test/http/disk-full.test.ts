@@ -1,0 +1,168 @@
+import { execFileSync } from 'node:child_process'
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import { basicHeader, buildTestApp, errorOf, type TestApp } from '../helpers/app.js'
+import { bytes, multipart } from '../helpers/blob-harness.js'
+import { testDialect } from '../helpers/store.js'
+
+const isRoot = process.getuid?.() === 0
+const MiB = 1024 * 1024
+
+/** Fills the file system holding `file` up to its last byte: appends until ENOSPC. */
+function fill(file: string): void {
+  for (const chunk of [MiB, 64 * 1024, 4096, 512]) {
+    try {
+      for (;;) appendFileSync(file, Buffer.alloc(chunk))
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOSPC') throw error
+    }
+  }
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+}
+
+// A real small file system, filled to the brim (issue #18): the SQLite file (on SQLite) and the
+// BLOB folder live on a 24 MiB tmpfs. Mounting needs root (as here and in CI).
+describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount needs it)', () => {
+  let dir: string
+  let t: TestApp
+  let vault: string
+  const filler = () => join(dir, 'filler')
+  const blobDir = () => join(dir, 'blobs')
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'coffer-full-'))
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
+    mkdirSync(blobDir())
+    t = await buildTestApp({
+      ...(testDialect === 'sqlite' ? { sqliteFile: join(dir, 'coffer.db') } : {}),
+      blobStore: new FsBlobStore(blobDir()),
+    })
+    const v = await t.api.post('/v1/vaults', { auth: t.admin.api_key, form: { name: 'full' } })
+    vault = v.json().vault.id
+  })
+  afterAll(async () => {
+    await t?.close()
+    if (dir) {
+      execFileSync('umount', [dir])
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  const writeDocument = (n: number) =>
+    t.api.post(`/v1/vaults/${vault}/documents`, {
+      auth: t.admin.api_key,
+      form: {
+        document: Buffer.from(JSON.stringify({ n, pad: 'x'.repeat(200_000) })).toString('base64'),
+      },
+    })
+  const uploadBlob = (seed: number) => {
+    const m = multipart([
+      {
+        name: 'file',
+        filename: 'b.bin',
+        type: 'application/octet-stream',
+        data: bytes(512 * 1024, seed),
+      },
+    ])
+    return t.app.inject({
+      method: 'POST',
+      url: `/v1/vaults/${vault}/blobs`,
+      headers: { 'content-type': m.contentType, authorization: basicHeader(t.admin.api_key) },
+      payload: m.payload,
+    })
+  }
+  /** Answer and time of a write. */
+  const timed = async <T>(write: () => Promise<T>) => {
+    const start = performance.now()
+    const res = await write()
+    return { res, ms: performance.now() - start }
+  }
+  const expectStorageFull = (res: { statusCode: number; json(): unknown }, ms: number) => {
+    expect(res.statusCode).toBe(507)
+    expect(errorOf(res as never)).toMatchObject({
+      type: 'service_unavailable',
+      code: 'STORAGE_FULL',
+    })
+    expect(errorOf(res as never).message).toMatch(/out of storage space/)
+    expect(ms).toBeLessThan(1000)
+  }
+  const blobRows = async () =>
+    (await t.deps.store.db.selectFrom('blobs').select('id').where('vault_id', '=', vault).execute())
+      .length
+  const documentRows = async () =>
+    (
+      await t.deps.store.db
+        .selectFrom('documents')
+        .select('id')
+        .where('vault_id', '=', vault)
+        .execute()
+    ).length
+
+  it('refuses writes fast with 507 STORAGE_FULL, keeps reads, leaves nothing half-written, recovers', async () => {
+    const doc = await writeDocument(0)
+    expect(doc.statusCode).toBe(200)
+    const blob = await uploadBlob(0)
+    expect(blob.statusCode).toBe(200)
+    const docId = doc.json().document_id as string
+    const blobId = blob.json().blob_id as string
+
+    fill(filler())
+
+    // A BLOB upload meets ENOSPC in the BLOB folder (on both databases).
+    const refusedBlob = await timed(() => uploadBlob(1))
+    expectStorageFull(refusedBlob.res, refusedBlob.ms)
+    expect(await blobRows()).toBe(1)
+    if (testDialect === 'sqlite') {
+      // A document meets SQLITE_FULL: the WAL may still hold reusable pages, so a write or two
+      // can fit; past them every one is refused, fast (it used to hang or answer 500).
+      let refused = 0
+      for (let n = 1; n <= 20 && refused < 3; n++) {
+        const { res, ms } = await timed(() => writeDocument(n))
+        if (res.statusCode === 200) expect(refused).toBe(0)
+        else {
+          expectStorageFull(res, ms)
+          refused++
+        }
+      }
+      expect(refused).toBe(3)
+    }
+    const acknowledgedDocuments = await documentRows()
+
+    // Reads are served while the disk is full.
+    const read = await t.api.get(`/v2/vaults/${vault}/documents/${docId}`, {
+      auth: t.admin.api_key,
+    })
+    expect(read.statusCode).toBe(200)
+    const download = await t.api.get(`/v1/vaults/${vault}/blobs/${blobId}`, {
+      auth: t.admin.api_key,
+    })
+    expect(download.statusCode).toBe(200)
+    expect(download.rawPayload.equals(bytes(512 * 1024, 0))).toBe(true)
+
+    // Nothing half-written: no temp file, one object per row.
+    expect(filesUnder(blobDir()).filter((f) => f.endsWith('.tmp'))).toEqual([])
+    expect(filesUnder(blobDir())).toHaveLength(await blobRows())
+
+    // Space returns: writes succeed again, without a restart.
+    rmSync(filler())
+    expect((await uploadBlob(2)).statusCode).toBe(200)
+    expect((await writeDocument(99)).statusCode).toBe(200)
+    expect(await documentRows()).toBe(acknowledgedDocuments + 1)
+    expect(filesUnder(blobDir())).toHaveLength(await blobRows())
+    if (testDialect === 'sqlite') {
+      const check = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(
+        t.deps.store.db,
+      )
+      expect(check.rows).toEqual([{ integrity_check: 'ok' }])
+    }
+  }, 60_000)
+})
