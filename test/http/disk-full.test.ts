@@ -1,12 +1,23 @@
 import { execFileSync } from 'node:child_process'
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  truncateSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import { type FolderSpace, FreeSpaceFloor } from '../../src/storage/free-space-floor.js'
 import { basicHeader, buildTestApp, errorOf, type TestApp } from '../helpers/app.js'
 import { bytes, multipart } from '../helpers/blob-harness.js'
+import { optionForm } from '../helpers/search-fixtures.js'
 import { testDialect } from '../helpers/store.js'
 
 const isRoot = process.getuid?.() === 0
@@ -166,3 +177,138 @@ describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount 
     }
   }, 60_000)
 })
+
+const freeBytes = (dir: string) => {
+  const s = statfsSync(dir)
+  return s.bavail * s.bsize
+}
+
+// COFFER_MIN_FREE_BYTES: writes are refused while free space is under the floor, before SQLite or
+// the BLOB store could meet ENOSPC, and accepted again once space returns.
+describe.skipIf(!isRoot)(
+  'the free-space floor (24 MiB tmpfs; skipped unless root: mount needs it)',
+  () => {
+    const FLOOR = 4 * MiB
+    let dir: string
+    let t: TestApp
+    let vault: string
+    const changes: boolean[] = []
+    const filler = () => join(dir, 'filler')
+    const blobDir = () => join(dir, 'blobs')
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'coffer-floor-'))
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
+      mkdirSync(blobDir())
+      t = await buildTestApp({
+        ...(testDialect === 'sqlite' ? { sqliteFile: join(dir, 'coffer.db') } : {}),
+        blobStore: new FsBlobStore(blobDir()),
+        // Read on every write here, so the test need not wait out the production 1 s interval.
+        freeSpace: new FreeSpaceFloor({
+          paths: [dir],
+          minFreeBytes: FLOOR,
+          refreshMs: 0,
+          onChange: (refusing: boolean, _folders: FolderSpace[]) => changes.push(refusing),
+        }),
+      })
+      const v = await t.api.post('/v1/vaults', { auth: t.admin.api_key, form: { name: 'floor' } })
+      vault = v.json().vault.id
+    })
+    afterAll(async () => {
+      await t?.close()
+      if (dir) {
+        execFileSync('umount', [dir])
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    const auth = () => t.admin.api_key
+    const writeDocument = (n: number) =>
+      t.api.post(`/v1/vaults/${vault}/documents`, {
+        auth: auth(),
+        form: { document: Buffer.from(JSON.stringify({ n })).toString('base64') },
+      })
+    const uploadBlob = () => {
+      const m = multipart([
+        {
+          name: 'file',
+          filename: 'b.bin',
+          type: 'application/octet-stream',
+          data: bytes(64 * 1024),
+        },
+      ])
+      return t.app.inject({
+        method: 'POST',
+        url: `/v1/vaults/${vault}/blobs`,
+        headers: { 'content-type': m.contentType, authorization: basicHeader(auth()) },
+        payload: m.payload,
+      })
+    }
+    const count = async (table: 'documents' | 'blobs') =>
+      (await t.deps.store.db.selectFrom(table).select('id').where('vault_id', '=', vault).execute())
+        .length
+
+    it('refuses writes 507 before ENOSPC, serves reads and deletes, says why, lifts by itself', async () => {
+      const kept = await writeDocument(0)
+      expect(kept.statusCode).toBe(200)
+      const gone = await writeDocument(1)
+      expect(gone.statusCode).toBe(200)
+      expect((await uploadBlob()).statusCode).toBe(200)
+      expect(changes).toEqual([])
+
+      // Leave 2 MiB free: room for these writes, but under the 4 MiB floor.
+      fill(filler())
+      truncateSync(filler(), statSync(filler()).size - 2 * MiB)
+      const before = freeBytes(dir)
+      expect(before).toBeLessThan(FLOOR)
+      const documents = await count('documents')
+      const blobs = await count('blobs')
+
+      for (const write of [() => writeDocument(2), uploadBlob]) {
+        const start = performance.now()
+        const res = await write()
+        expect(performance.now() - start).toBeLessThan(1000)
+        expect(res.statusCode).toBe(507)
+        expect(errorOf(res)).toMatchObject({ type: 'service_unavailable', code: 'STORAGE_FULL' })
+      }
+      expect(changes).toEqual([true])
+      // Refused before anything was written: nothing stored, no byte of the room left taken.
+      expect(await count('documents')).toBe(documents)
+      expect(await count('blobs')).toBe(blobs)
+      expect(freeBytes(dir)).toBe(before)
+      expect(filesUnder(blobDir()).filter((f) => f.endsWith('.tmp'))).toEqual([])
+
+      // Reads, a search (a POST that stores nothing) and a delete (it gives space back) are served.
+      const docId = kept.json().document_id as string
+      const read = await t.api.get(`/v2/vaults/${vault}/documents/${docId}`, { auth: auth() })
+      expect(read.statusCode).toBe(200)
+      const search = await t.api.post('/v1/users/search', {
+        auth: auth(),
+        multipart: optionForm({ filter: { '$sys.status': { type: 'eq', value: 'ACTIVATED' } } }),
+      })
+      expect(search.statusCode, search.body).toBe(200)
+      const del = await t.api.delete(`/v1/vaults/${vault}/documents/${gone.json().document_id}`, {
+        auth: auth(),
+      })
+      expect(del.statusCode).toBe(200)
+
+      // /readyz: still ready (reads are served), and says writes are refused and why.
+      const ready = await t.app.inject({ method: 'GET', url: '/readyz' })
+      expect(ready.statusCode).toBe(200)
+      expect(ready.json()).toMatchObject({
+        status: 'ready',
+        writes: 'refused',
+        reason: 'free_space_below_floor',
+      })
+
+      // Space returns: the floor lifts by itself, without a restart.
+      rmSync(filler())
+      expect((await writeDocument(3)).statusCode).toBe(200)
+      expect((await uploadBlob()).statusCode).toBe(200)
+      expect(changes).toEqual([true, false])
+      const readyAgain = (await t.app.inject({ method: 'GET', url: '/readyz' })).json()
+      expect(readyAgain).toMatchObject({ status: 'ready' })
+      expect(readyAgain).not.toHaveProperty('writes')
+    }, 60_000)
+  },
+)
