@@ -108,7 +108,10 @@ function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): 
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
   // A body over the limit may still be arriving: close the connection rather than read the rest.
-  if (r.status === 413) reply.header('connection', 'close')
+  // So for any error answered before the body was read to its end (an upload refused on a full
+  // disk): its unread bytes would sit before the next request on this keep-alive connection,
+  // which then waited for ever (issue #18, writes and a read hanging until the client gave up).
+  if (r.status === 413 || request.raw.complete === false) reply.header('connection', 'close')
   if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
   // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
   // (authentication) or by the router skips that hook (decisions.md 24: every answer).

@@ -9,6 +9,8 @@ import {
   statSync,
   truncateSync,
 } from 'node:fs'
+import { Agent, request } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
@@ -174,6 +176,56 @@ describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount 
         t.deps.store.db,
       )
       expect(check.rows).toEqual([{ integrity_check: 'ok' }])
+    }
+  }, 60_000)
+
+  it('a refused upload does not stall the keep-alive connection it came on (a read after it)', async () => {
+    const doc = await writeDocument(1000)
+    expect(doc.statusCode).toBe(200)
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = t.app.server.address() as AddressInfo
+    // One socket, kept alive: the read goes on the connection the refused upload used.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const send = (method: string, path: string, headers: Record<string, string>, body?: Buffer) =>
+      new Promise<{ status: number; ms: number }>((resolve, reject) => {
+        const start = performance.now()
+        const req = request({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+          res.resume()
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, ms: performance.now() - start }),
+          )
+        })
+        req.setTimeout(5000, () => req.destroy(new Error(`${method} ${path}: no answer in 5 s`)))
+        req.on('error', reject)
+        req.end(body)
+      })
+    const authorization = basicHeader(t.admin.api_key)
+    try {
+      fill(filler())
+      const m = multipart([
+        {
+          name: 'file',
+          filename: 'b.bin',
+          type: 'application/octet-stream',
+          data: bytes(512 * 1024, 7),
+        },
+      ])
+      const upload = await send(
+        'POST',
+        `/v1/vaults/${vault}/blobs`,
+        { authorization, 'content-type': m.contentType },
+        m.payload,
+      )
+      expect(upload.status).toBe(507)
+      expect(upload.ms).toBeLessThan(1000)
+      const read = await send('GET', `/v2/vaults/${vault}/documents/${doc.json().document_id}`, {
+        authorization,
+      })
+      expect(read.status).toBe(200)
+      expect(read.ms).toBeLessThan(1000)
+    } finally {
+      agent.destroy()
+      rmSync(filler(), { force: true })
     }
   }, 60_000)
 })
