@@ -9,6 +9,7 @@ import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { API_CORS, addCors } from './http/cors.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
+import { addFreeSpaceGuard } from './http/free-space-guard.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
@@ -87,6 +88,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     ...API_CORS,
   })
   registerAuthHooks(app, deps)
+  // After the access rule's preHandler: only a caller allowed to write learns the disk is full.
+  addFreeSpaceGuard(app, deps.freeSpace)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The
   // small hooks below use callbacks: an async hook costs a promise per request on the hot path.

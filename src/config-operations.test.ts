@@ -18,7 +18,20 @@ describe('config: health, metrics and shutdown (issue 12)', () => {
       shutdownGraceMs: 10_000,
       shutdownDelayMs: 0,
       metrics: { port: undefined, host: '127.0.0.1', token: undefined },
+      minFreeBytes: undefined,
     })
+  })
+
+  it('COFFER_MIN_FREE_BYTES: unset (min of 1 GiB and 5 %), 0 (off) or whole bytes', () => {
+    const min = (v: string) => loadConfig({ COFFER_MIN_FREE_BYTES: v }).operations.minFreeBytes
+    expect(min('')).toBeUndefined()
+    expect(min('0')).toBe(0)
+    expect(min('1073741824')).toBe(1024 ** 3)
+    expect(min(String(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER)
+    for (const bad of ['-1', '1.5', '1G', '5%', String(Number.MAX_SAFE_INTEGER + 1)])
+      expect(problem({ COFFER_MIN_FREE_BYTES: bad }), bad).toMatch(
+        /COFFER_MIN_FREE_BYTES must be an integer from 0 to 9007199254740991/,
+      )
   })
 
   it('COFFER_READY_TIMEOUT_MS: 100 to 60000', () => {

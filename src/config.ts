@@ -127,6 +127,12 @@ export interface OperationsConfig {
    */
   shutdownDelayMs: number
   metrics: MetricsConfig
+  /**
+   * Bytes that must stay free on the file systems of the SQLite file and the BLOB folder, or
+   * writes are refused 507 (storage/free-space-floor.ts); undefined: min(1 GiB, 5 % of each
+   * file system's size); 0: no floor.
+   */
+  minFreeBytes: number | undefined
 }
 
 /**
@@ -164,6 +170,9 @@ function operations(env: NodeJS.ProcessEnv, problems: string[]): OperationsConfi
     // 0: nothing to wait for without a balancer (and Ctrl-C stays prompt); a minute is more than
     // any balancer's probe interval times its failure count.
     shutdownDelayMs: intSetting(env, 'COFFER_SHUTDOWN_DELAY_MS', 0, 0, 60_000, problems),
+    minFreeBytes: env.COFFER_MIN_FREE_BYTES?.trim()
+      ? intSetting(env, 'COFFER_MIN_FREE_BYTES', 0, 0, Number.MAX_SAFE_INTEGER, problems)
+      : undefined,
     metrics: {
       port: rawPort ? port('COFFER_METRICS_PORT', rawPort, 0, problems) : undefined,
       host: listenHost('COFFER_METRICS_HOST', env.COFFER_METRICS_HOST, '127.0.0.1', problems),

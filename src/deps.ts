@@ -35,11 +35,14 @@ import { Indexer } from './modules/search/indexer.js'
 import { SearchService } from './modules/search/search.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
+import { FreeSpaceFloor } from './storage/free-space-floor.js'
 import { dataKeyStore } from './store/data-keys.repo.js'
 import type { Store } from './store/db.js'
 
 export interface Deps {
   store: Store
+  /** Refuses writes while free space is under COFFER_MIN_FREE_BYTES (http/free-space-guard.ts). */
+  freeSpace: FreeSpaceFloor
   clock: Clock
   keyring: Keyring
   blobs: BlobStore
@@ -101,6 +104,8 @@ export interface DepsOptions {
   meter?: Meter
   /** Bound on each readiness check of `GET /readyz` (default 2 s; COFFER_READY_TIMEOUT_MS). */
   readyTimeoutMs?: number
+  /** The free-space floor of the data folders (default: none, writes never refused by it). */
+  freeSpace?: FreeSpaceFloor
 }
 
 /** The blob store the configuration names. */
@@ -190,8 +195,10 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     maxSkewSeconds: 90,
   }
   const consentKeys = new ConsentKeys(consentOptions.secret)
+  const freeSpace = options.freeSpace ?? FreeSpaceFloor.disabled()
   return {
     store,
+    freeSpace,
     clock,
     keyring,
     blobs: options.blobStore,
@@ -239,6 +246,6 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       new ConsentTokens(consentKeys.tokenKey),
       consentOptions,
     ),
-    health: new HealthService(db, options.blobStore, options.readyTimeoutMs),
+    health: new HealthService(db, options.blobStore, options.readyTimeoutMs, freeSpace),
   }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { mkdirSync, renameSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import type { BlobStore } from './blob/blob-store.js'
@@ -33,6 +33,7 @@ import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/cons
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
 import { rotateMasterKey } from './modules/keys/rotation.js'
+import { FreeSpaceFloor } from './storage/free-space-floor.js'
 import { isPostgresUrl, openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
 
@@ -83,6 +84,22 @@ async function open(config: Config): Promise<Store> {
 }
 
 /**
+ * The free-space floor of the folders this node writes to: the SQLite file's and the BLOB
+ * folder (on PostgreSQL too); an S3 bucket and a PostgreSQL server watch their own disks.
+ */
+function freeSpaceFloor(config: Config, meter: Meter | undefined): FreeSpaceFloor {
+  const paths = [
+    ...(isPostgresUrl(config.databaseUrl) ? [] : [dirname(resolve(config.databaseUrl))]),
+    ...(config.blobStore === 's3' ? [] : [config.blobDir]),
+  ]
+  return new FreeSpaceFloor({
+    paths,
+    minFreeBytes: config.operations.minFreeBytes,
+    ...(meter ? { meter } : {}),
+  })
+}
+
+/**
  * Everything the data plane needs. Refuses to go on when the master key does not unlock the
  * stored data keys, and encrypts attributes left in plaintext by an older version.
  */
@@ -117,6 +134,7 @@ async function start(
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
     readyTimeoutMs: config.operations.readyTimeoutMs,
+    freeSpace: freeSpaceFloor(config, meter),
     onResetEmailError: (error, { flowId }) =>
       log(
         { flow_id: flowId, error: error instanceof Error ? error.message : String(error) },

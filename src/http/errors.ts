@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
-import { isDatabaseUnavailable } from '../store/db-errors.js'
+import { isDatabaseUnavailable, isStorageFull } from '../store/db-errors.js'
 import { sendJson } from './common-hooks.js'
 
 interface Rendered {
@@ -28,7 +28,12 @@ function validationMessage(error: FastifyError): string {
 
 function render(raw: FastifyError | AppError | Error): Rendered {
   // A lost or refused database connection is retryable: 503 with Retry-After, never a 500.
-  const error = isDatabaseUnavailable(raw) ? errors.databaseUnavailable(raw) : raw
+  // A full disk is not a bug either: 507 STORAGE_FULL, so clients and operators know why.
+  const error = isDatabaseUnavailable(raw)
+    ? errors.databaseUnavailable(raw)
+    : isStorageFull(raw)
+      ? errors.storageFull(raw)
+      : raw
   if (error instanceof AppError) {
     return {
       status: error.statusCode,
@@ -85,6 +90,15 @@ function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): 
     )
     return
   }
+  if (rendered.code === 'STORAGE_FULL') {
+    // Expected while the disk is full, one per refused write: no stack, the code says it all.
+    const code = (error as { code?: unknown }).code
+    request.log.warn(
+      { ...(typeof code === 'string' ? { storage_code: code } : {}) },
+      'request failed: storage full',
+    )
+    return
+  }
   if (error instanceof AppError && error.logFields) {
     request.log.error({ ...error.logFields, code: error.code }, `request failed: ${error.message}`)
     return
@@ -94,7 +108,10 @@ function logFailure(request: FastifyRequest, error: Error, rendered: Rendered): 
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rendered) {
   // A body over the limit may still be arriving: close the connection rather than read the rest.
-  if (r.status === 413) reply.header('connection', 'close')
+  // So for any error answered before the body was read to its end (an upload refused on a full
+  // disk): its unread bytes would sit before the next request on this keep-alive connection,
+  // which then waited for ever (issue #18, writes and a read hanging until the client gave up).
+  if (r.status === 413 || request.raw.complete === false) reply.header('connection', 'close')
   if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
   // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
   // (authentication) or by the router skips that hook (decisions.md 24: every answer).

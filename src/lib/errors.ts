@@ -103,6 +103,19 @@ export const errors = {
       { retryAfterSeconds },
     ),
   /** 503: the database dropped or refused the connection; a retry reaches a healthy one. */
+  /**
+   * 507: the data folder's file system (or PostgreSQL's) has no room for this write, or its free
+   * space is under COFFER_MIN_FREE_BYTES. Nothing of the write was kept; reads are still served.
+   * When space returns is up to the operator: no Retry-After.
+   */
+  storageFull: (cause?: unknown) =>
+    new AppError(
+      507,
+      ErrorType.unavailable,
+      'STORAGE_FULL',
+      'The server is out of storage space; the write was not stored',
+      { cause },
+    ),
   databaseUnavailable: (cause?: unknown) =>
     new AppError(
       503,

@@ -17,6 +17,8 @@ export interface MeterCounters {
   blob_bytes: { direction: 'in' | 'out' }
   /** A download whose BLOB row names an object the store does not have, by kind of store. */
   blob_objects_missing: { store: 'fs' | 's3' }
+  /** A write refused 507 because free space was under COFFER_MIN_FREE_BYTES. */
+  storage_floor_refusals: Record<string, never>
 }
 
 export interface MeterHistograms {

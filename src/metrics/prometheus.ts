@@ -21,6 +21,7 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
   sat_uses: [{}],
   blob_bytes: [{ direction: 'in' }, { direction: 'out' }],
   blob_objects_missing: [{ store: 'fs' }, { store: 's3' }],
+  storage_floor_refusals: [{}],
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -30,6 +31,7 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
   sat_uses: 'Scoped access token uses taken (each request a SAT is let through)',
   blob_bytes: 'BLOB content bytes received (in) and served (out)',
   blob_objects_missing: 'Downloads refused because the BLOB store lacks the object a BLOB names',
+  storage_floor_refusals: 'Writes refused 507 because free space was under COFFER_MIN_FREE_BYTES',
 }
 
 /**

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openTestStore } from '../../test/helpers/store.js'
 import type { Store } from './db.js'
-import { isDatabaseUnavailable } from './db-errors.js'
+import { isDatabaseUnavailable, isStorageFull } from './db-errors.js'
 
 const withCode = (code: string) => Object.assign(new Error('x'), { code })
 
@@ -19,6 +19,20 @@ describe('isDatabaseUnavailable', () => {
       expect(isDatabaseUnavailable(withCode(code)), code).toBe(false)
     expect(isDatabaseUnavailable(new Error('boom'))).toBe(false)
     expect(isDatabaseUnavailable(null)).toBe(false)
+  })
+})
+
+describe('isStorageFull', () => {
+  it('knows a full file system, a quota, a full SQLite file and PostgreSQL disk_full (53100)', () => {
+    for (const code of ['ENOSPC', 'EDQUOT', 'SQLITE_FULL', '53100'])
+      expect(isStorageFull(withCode(code)), code).toBe(true)
+  })
+
+  it('leaves other errors alone (an I/O error or a lost connection is not a full disk)', () => {
+    for (const code of ['EIO', 'EROFS', 'SQLITE_IOERR', '53200', '57P01', 'SQLITE_BUSY'])
+      expect(isStorageFull(withCode(code)), code).toBe(false)
+    expect(isStorageFull(new Error('no space left on device'))).toBe(false)
+    expect(isStorageFull(null)).toBe(false)
   })
 })
 

@@ -60,3 +60,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => message.startsWith(m))
 }
+
+/**
+ * Codes of a write the file system had no room for: ENOSPC (and EDQUOT, a quota) from the BLOB
+ * folder, SQLITE_FULL from SQLite, SQLSTATE 53100 (disk_full) from PostgreSQL. The request was
+ * valid and nothing of it was kept; it can succeed once space returns. Answered 507.
+ */
+const STORAGE_FULL_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL', '53100'])
+
+export function isStorageFull(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && STORAGE_FULL_CODES.has(code)
+}

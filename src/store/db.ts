@@ -11,6 +11,9 @@ import { cachingDatabase } from './statement-cache.js'
 /** Bytes the SQLite WAL file is cut back to once checkpointed (security review, finding 4). */
 export const SQLITE_JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
 
+/** Stands in for a ROLLBACK when SQLite has already rolled the transaction back. */
+const NOTHING_TO_ROLL_BACK = 'select 0 where 0'
+
 export type DialectName = 'sqlite' | 'postgres'
 
 export interface Store {
@@ -101,6 +104,10 @@ function openSqlite(file: string, busyTimeoutMs: number): Store {
         // deadline the next one is refused (a rollback excepted), which ends its transaction.
         prepare(sqlText) {
           if (!isRollback(sqlText)) currentDeadline()?.check()
+          // SQLite rolls a transaction back by itself after some errors (SQLITE_FULL among
+          // them): Kysely's own ROLLBACK would then fail and hide the cause (a full disk
+          // answered 500 instead of 507). With no transaction open there is nothing to undo.
+          else if (!database.inTransaction) return cached.prepare(NOTHING_TO_ROLL_BACK)
           return cached.prepare(sqlText)
         },
       },

@@ -13,6 +13,7 @@ import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
 import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
 import type { PolicyStatement } from '../../src/policy/index.js'
+import type { FreeSpaceFloor } from '../../src/storage/free-space-floor.js'
 import { assertDescribed, type ResponseWatch, watchResponses } from './openapi-harness.js'
 import { openTestStore } from './store.js'
 
@@ -71,6 +72,8 @@ export interface TestAppOptions {
   sqliteBusyTimeoutMs?: number
   /** Deadlines of each request's database work (default the production ones). */
   deadlines?: AppOptions['deadlines']
+  /** The free-space floor (default: none, writes never refused by it). */
+  freeSpace?: FreeSpaceFloor
   /** Request metrics and `/metrics` (its meter goes to the services too); default none. */
   metrics?: AppOptions['metrics']
 }
@@ -102,6 +105,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
     ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
+    ...(options.freeSpace ? { freeSpace: options.freeSpace } : {}),
   })
   const app = await buildApp(deps, {
     ...(options.logger ? { logger: options.logger } : {}),

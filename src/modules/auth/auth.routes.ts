@@ -58,7 +58,8 @@ export async function authRoutes(
         body: LoginForm,
         response: LoginResponse,
       },
-      config: { form: true, access: { public: true } },
+      // A login writes one small token row: clients must still reach their data to read it.
+      config: { form: true, access: { public: true }, storesData: false },
     },
     async (req) => {
       const b = req.body

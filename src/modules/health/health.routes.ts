@@ -37,6 +37,10 @@ export async function healthRoutes(app: FastifyInstance, health: HealthService):
   app.get('/readyz', options, async () => {
     const failing = await health.failingChecks()
     if (failing.length > 0) throw notReady(failing)
+    // Ready (reads are served), and says why writes are answered 507.
+    if (await health.writesRefused()) {
+      return { status: 'ready', writes: 'refused', reason: 'free_space_below_floor' }
+    }
     return { status: 'ready' }
   })
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { BlobStore } from '../../blob/blob-store.js'
+import { FreeSpaceFloor } from '../../storage/free-space-floor.js'
 import type { Database } from '../../store/schema.js'
 import { pendingMigrations, pingDatabase } from './health.repo.js'
 
@@ -39,7 +40,18 @@ export class HealthService {
     private readonly db: Kysely<Database>,
     private readonly blobs: BlobStore,
     private readonly timeoutMs = DEFAULT_READY_TIMEOUT_MS,
+    private readonly freeSpace = FreeSpaceFloor.disabled(),
   ) {}
+
+  /**
+   * True while writes are refused for want of free space (COFFER_MIN_FREE_BYTES). The node
+   * stays ready: it still serves every read, so a balancer must not take it out.
+   */
+  async writesRefused(): Promise<boolean> {
+    if (!this.freeSpace.enabled) return false
+    await this.freeSpace.refresh()
+    return this.freeSpace.refusing()
+  }
 
   get draining(): boolean {
     return this.#draining

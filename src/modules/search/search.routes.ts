@@ -68,6 +68,8 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
     preValidation: vaultOption.preValidation,
     config: {
       form: true,
+      // A read sent as a POST: served while free space is under the floor.
+      storesData: false,
       // R on the vault's Search resource, and some read on its documents (results are then
       // limited to the readable ones).
       access: {
@@ -147,6 +149,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
       preValidation: userOption.preValidation,
       config: {
         form: true,
+        storesData: false,
         openapi: { body: DocumentedSearchBody },
         access: { policy: () => ({ readAny: resource('User', '') }) },
       },
