@@ -24,7 +24,12 @@ export function addFreeSpaceGuard(app: FastifyInstance, floor: FreeSpaceFloor): 
   if (!floor.enabled) return
   // A callback hook: reads, most requests, pass without a promise.
   app.addHook('preHandler', (request, _reply, done) => {
-    if (ALLOWED.has(request.method) || request.routeOptions.config.storesData === false) {
+    // No route (404) stores nothing, and its caller was never authenticated.
+    if (
+      ALLOWED.has(request.method) ||
+      request.is404 ||
+      request.routeOptions.config.storesData === false
+    ) {
       return done()
     }
     floor.refusing().then((refusing) => {

@@ -86,6 +86,8 @@ export async function authRoutes(
       config: {
         vendsCredential: () => ['access_token'],
         access: { self: true, credentials: ['access_token'] },
+        // Ending a session frees space, never stores any: served under the free-space floor.
+        storesData: false,
       },
     },
     async (req) => {
@@ -109,6 +111,7 @@ export async function authRoutes(
       config: {
         vendsCredential: () => USER_CREDENTIALS,
         access: { self: true, credentials: USER_CREDENTIALS },
+        storesData: false,
       },
     },
     async (req) => {
