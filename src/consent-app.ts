@@ -33,7 +33,7 @@ import {
   DEFAULT_CONSENT_RATE_LIMITS,
 } from './modules/consent/consent-rate-limit.js'
 import { healthRoutes } from './modules/health/health.routes.js'
-import { isDatabaseUnavailable } from './store/db-errors.js'
+import { isDatabaseUnavailable, isStorageFull } from './store/db-errors.js'
 
 export interface ConsentAppOptions {
   /** Pino options (`stream` lets tests read the log). */
@@ -76,6 +76,12 @@ function handleError(error: FastifyError | Error, request: FastifyRequest, reply
     request.log.warn({ error: error.message }, 'consent request failed: database unavailable')
     reply.header('retry-after', '1')
     return sendConsentError(reply, 503, 'Service temporarily unavailable; try again shortly')
+  }
+  // A full disk (SQLITE_FULL, ENOSPC, PostgreSQL 53100): nothing was stored; a public caller
+  // learns only that the service cannot take it now, never a stack or a 500.
+  if (isStorageFull(error)) {
+    request.log.warn({ error: error.message }, 'consent request failed: storage full')
+    return sendConsentError(reply, 503, 'Service temporarily unavailable; try again later')
   }
   if (error instanceof ConsentError) {
     if (error.statusCode >= 500) request.log.error({ err: error }, 'consent request failed')
