@@ -49,7 +49,9 @@ export class HealthService {
    */
   async writesRefused(): Promise<boolean> {
     if (!this.freeSpace.enabled) return false
-    await this.freeSpace.refresh()
+    // A hung statfs (a dead network mount) must not hang the probe: past the bound, the last
+    // reading stands.
+    await within(this.freeSpace.refresh(), this.timeoutMs).catch(() => undefined)
     return this.freeSpace.refusing()
   }
 
