@@ -339,6 +339,15 @@ describe.skipIf(!isRoot)(
         multipart: optionForm({ filter: { '$sys.status': { type: 'eq', value: 'ACTIVATED' } } }),
       })
       expect(search.statusCode, search.body).toBe(200)
+      // A login is let through too (one small token row): clients must still reach their data.
+      const login = await t.api.post('/v1/auth/login', {
+        form: {
+          account_id: t.admin.account_id,
+          username: t.admin.username,
+          password: t.admin.password,
+        },
+      })
+      expect(login.statusCode, login.body).toBe(200)
       const del = await t.api.delete(`/v1/vaults/${vault}/documents/${gone.json().document_id}`, {
         auth: auth(),
       })
