@@ -42,6 +42,20 @@ function filesUnder(dir: string): string[] {
     .map((e) => join(e.parentPath, e.name))
 }
 
+/** A fresh 24 MiB tmpfs with an empty `blobs/` folder (needs root). */
+function mountSmallDisk(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
+  mkdirSync(join(dir, 'blobs'))
+  return dir
+}
+
+function unmountSmallDisk(dir: string | undefined): void {
+  if (!dir) return
+  execFileSync('umount', [dir])
+  rmSync(dir, { recursive: true, force: true })
+}
+
 // A real small file system, filled to the brim (issue #18): the SQLite file (on SQLite) and the
 // BLOB folder live on a 24 MiB tmpfs. Mounting needs root (as here and in CI).
 describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount needs it)', () => {
@@ -52,9 +66,7 @@ describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount 
   const blobDir = () => join(dir, 'blobs')
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'coffer-full-'))
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
-    mkdirSync(blobDir())
+    dir = mountSmallDisk('coffer-full-')
     t = await buildTestApp({
       ...(testDialect === 'sqlite' ? { sqliteFile: join(dir, 'coffer.db') } : {}),
       blobStore: new FsBlobStore(blobDir()),
@@ -64,10 +76,7 @@ describe.skipIf(!isRoot)('a full disk (24 MiB tmpfs; skipped unless root: mount 
   })
   afterAll(async () => {
     await t?.close()
-    if (dir) {
-      execFileSync('umount', [dir])
-      rmSync(dir, { recursive: true, force: true })
-    }
+    unmountSmallDisk(dir)
   })
 
   const writeDocument = (n: number) =>
@@ -249,9 +258,7 @@ describe.skipIf(!isRoot)(
     const blobDir = () => join(dir, 'blobs')
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'coffer-floor-'))
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', dir])
-      mkdirSync(blobDir())
+      dir = mountSmallDisk('coffer-floor-')
       t = await buildTestApp({
         ...(testDialect === 'sqlite' ? { sqliteFile: join(dir, 'coffer.db') } : {}),
         blobStore: new FsBlobStore(blobDir()),
@@ -268,10 +275,7 @@ describe.skipIf(!isRoot)(
     })
     afterAll(async () => {
       await t?.close()
-      if (dir) {
-        execFileSync('umount', [dir])
-        rmSync(dir, { recursive: true, force: true })
-      }
+      unmountSmallDisk(dir)
     })
 
     const auth = () => t.admin.api_key
