@@ -19,28 +19,29 @@ export interface ActiveCredential {
 /** Credentials of users whose status still lets them act (LOCKED and DEACTIVATED cannot). */
 const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 
-const findUsableQuery = precompiled(
-  (db: Executor, accountId: string, digest: string, now: string) =>
-    db
-      .selectFrom('credentials as c')
-      .innerJoin('users as u', (j) =>
-        j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
-      )
-      .select([
-        'c.digest',
-        'c.account_id',
-        'c.user_id',
-        'c.kind',
-        'u.username',
-        'u.status',
-        'u.attributes',
-        'u.mfa_enrolled',
-      ])
-      .where('c.account_id', '=', accountId)
-      .where('c.digest', '=', digest)
-      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
-      .where('u.status', 'in', USABLE_STATUSES),
-)
+/** The account's unexpired credential with this digest, joined to its user if the user may act. */
+const usableCredential = (db: Executor, accountId: string, digest: string, now: string) =>
+  db
+    .selectFrom('credentials as c')
+    .innerJoin('users as u', (j) =>
+      j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
+    )
+    .select([
+      'c.digest',
+      'c.account_id',
+      'c.user_id',
+      'c.kind',
+      'u.username',
+      'u.status',
+      'u.attributes',
+      'u.mfa_enrolled',
+    ])
+    .where('c.account_id', '=', accountId)
+    .where('c.digest', '=', digest)
+    .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
+    .where('u.status', 'in', USABLE_STATUSES)
+
+const findUsableQuery = precompiled(usableCredential)
 
 /**
  * The credential with this digest, if unexpired and its user may still act (hot path): its
@@ -60,32 +61,14 @@ export async function findUsable(
 
 const findUsableWithPoliciesQuery = precompiled(
   (db: Executor, accountId: string, digest: string, now: string) =>
-    db
-      .selectFrom('credentials as c')
-      .innerJoin('users as u', (j) =>
-        j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
-      )
+    usableCredential(db, accountId, digest, now)
       .leftJoin('group_members as m', (j) =>
         j.onRef('m.account_id', '=', 'c.account_id').onRef('m.user_id', '=', 'c.user_id'),
       )
       .leftJoin('groups as g', (j) =>
         j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
       )
-      .select([
-        'c.digest',
-        'c.account_id',
-        'c.user_id',
-        'c.kind',
-        'u.username',
-        'u.status',
-        'u.attributes',
-        'u.mfa_enrolled',
-        'g.policy',
-      ])
-      .where('c.account_id', '=', accountId)
-      .where('c.digest', '=', digest)
-      .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
-      .where('u.status', 'in', USABLE_STATUSES),
+      .select('g.policy'),
 )
 
 /**
