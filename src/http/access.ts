@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
+import type { CredentialKind } from '../access/principal.js'
 import type { AppError } from '../lib/errors.js'
-import type { CredentialKind } from '../modules/auth/principal.js'
 import type { Grants, Requirement } from '../policy/index.js'
 
 /**

@@ -1,15 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, ErrorType, errors } from '../lib/errors.js'
-import type { AuthzService } from '../modules/auth/authz.service.js'
-import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
-import type { CredentialsService } from '../modules/auth/credentials.service.js'
 import {
   type Actor,
   type CredentialKind,
   credentialKind,
   type Principal,
   type ScopedTokenResolver,
-} from '../modules/auth/principal.js'
+} from '../access/principal.js'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+import type { AuthzService } from '../modules/auth/authz.service.js'
+import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
+import type { CredentialsService } from '../modules/auth/credentials.service.js'
 import { acceptedKinds, vendingKinds } from './access.js'
 
 declare module 'fastify' {

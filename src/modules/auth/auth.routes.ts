@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { UserPrincipal } from '../../access/principal.js'
 import { USER_CREDENTIALS } from '../../http/access.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json, isTrue } from '../../lib/input.js'
@@ -17,7 +18,6 @@ import {
 } from './auth.schemas.js'
 import type { CredentialsService } from './credentials.service.js'
 import type { LoginService } from './login.service.js'
-import type { UserPrincipal } from './principal.js'
 
 const tags = ['auth']
 

@@ -1,6 +1,6 @@
+import type { Principal } from '../../access/principal.js'
 import { CompiledPolicy, Grants, type PolicyStatement } from '../../policy/index.js'
 import type { GroupsService } from '../groups/groups.service.js'
-import type { Principal } from './principal.js'
 
 const CACHE_SIZE = 1000
 

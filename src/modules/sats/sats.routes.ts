@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Principal } from '../../access/principal.js'
 import { ANY_CREDENTIAL } from '../../http/access.js'
 import { errors } from '../../lib/errors.js'
-import type { Principal } from '../auth/principal.js'
 import {
   CreatedSatResponse,
   DeletedResponse,

@@ -1,4 +1,4 @@
-import type { Grants } from '../../policy/index.js'
+import type { Grants } from '../policy/index.js'
 
 /** Credential kinds the spec names per endpoint. */
 export type CredentialKind = 'api_key' | 'access_token' | 'sat'
