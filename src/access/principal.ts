@@ -58,6 +58,11 @@ export interface Actor {
   grants: Grants
 }
 
+/** Builds what a principal may do from its groups' current policies (modules/auth implements it). */
+export interface GrantsBuilder {
+  grantsFor(principal: Principal): Promise<Grants>
+}
+
 /** Resolves a SAT's `http_auth` pair to a principal, and takes a use once a request is let in. */
 export interface ScopedTokenResolver {
   resolve(username: string, secret: string): Promise<SatPrincipal | null>

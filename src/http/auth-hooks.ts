@@ -1,15 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { ActiveCredential, CredentialResolver } from '../access/credentials.js'
 import {
   type Actor,
   type CredentialKind,
   credentialKind,
+  type GrantsBuilder,
   type Principal,
   type ScopedTokenResolver,
 } from '../access/principal.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
-import type { AuthzService } from '../modules/auth/authz.service.js'
-import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
-import type { CredentialsService } from '../modules/auth/credentials.service.js'
 import { acceptedKinds, vendingKinds } from './access.js'
 
 declare module 'fastify' {
@@ -25,10 +24,11 @@ declare module 'fastify' {
   }
 }
 
+/** The ports the hooks need, implemented by the auth and SAT features and wired in src/deps.ts. */
 export interface AuthDeps {
-  credentials: CredentialsService
+  credentials: CredentialResolver
   sats: ScopedTokenResolver
-  authz: AuthzService
+  authz: GrantsBuilder
 }
 
 /**
