@@ -224,7 +224,16 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
-    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs, meter),
+    search: new SearchService(
+      db,
+      vaults,
+      documents,
+      users,
+      schemas,
+      userSchemas,
+      options.searchTimeoutMs,
+      meter,
+    ),
     blobService: new BlobsService(
       db,
       clock,

@@ -13,6 +13,9 @@ import type { VaultsService } from '../vaults/vaults.service.js'
 import type { DocumentRow } from './documents.repo.js'
 import * as repo from './documents.repo.js'
 
+/** A stored document as the service reads it (other modules name it through here, never the repo). */
+export type { DocumentRow }
+
 export const MAX_IDS_PER_READ = 100
 
 /** A document with its content decrypted and parsed. */

@@ -1,3 +1,4 @@
+import type { UserCredentials } from '../../access/credentials.js'
 import type { Actor } from '../../access/principal.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
@@ -10,11 +11,13 @@ import { newId } from '../../lib/ids.js'
 import { inScopes, resource } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
-import type { CredentialsService } from '../auth/credentials.service.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import type { UserSchema } from '../schemas/user-schema.service.js'
 import type { UserRow } from './users.repo.js'
 import * as repo from './users.repo.js'
+
+/** A stored user as the service reads it (other modules name it through here, never the repo). */
+export type { UserRow }
 
 export const USER_STATUSES = ['ACTIVATED', 'PENDING', 'LOCKED', 'DEACTIVATED'] as const
 export type UserStatus = (typeof USER_STATUSES)[number]
@@ -94,7 +97,7 @@ export class UsersService {
     private readonly db: Executor,
     private readonly clock: Clock,
     private readonly hasher: PasswordHasher,
-    private readonly credentials: CredentialsService,
+    private readonly credentials: UserCredentials,
     private readonly groups: GroupsService,
     private readonly keyring: Keyring,
     private readonly indexer: Indexer,
