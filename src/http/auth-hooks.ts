@@ -9,7 +9,7 @@ import {
   type ScopedTokenResolver,
 } from '../access/principal.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
-import { acceptedKinds, vendingKinds } from './access.js'
+import { acceptedKinds, assertOperation, vendingKinds } from './access.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -103,7 +103,7 @@ function unauthenticated(status: 400 | 401 | undefined): AppError {
 }
 
 /**
- * onRoute: a route without an access rule stops the server from starting.
+ * onRoute: a route without an access rule or an operation id stops the server from starting.
  * onRequest: credential → principal. preHandler: the route's rule is enforced.
  */
 export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
@@ -114,11 +114,17 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
 
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {
-      route.config = { ...route.config, access: { public: true }, envelope: false }
+      route.config = {
+        ...route.config,
+        access: { public: true },
+        operation: 'docs.read',
+        envelope: false,
+      }
       return
     }
     if (!route.config?.access)
       throw new Error(`route ${route.method} ${route.url} declares no access rule`)
+    assertOperation(route)
     if (route.config.vendsCredential) {
       if ('public' in route.config.access)
         throw new Error(`route ${route.method} ${route.url} vends credentials without one`)
