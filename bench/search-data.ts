@@ -24,8 +24,8 @@ import {
   type UnknownRow,
 } from 'kysely'
 import type { Keyring } from '../src/crypto/keyring.js'
+import { indexValues, type SchemaField } from '../src/indexing/index-values.js'
 import { newId } from '../src/lib/ids.js'
-import { indexValues, type SchemaField } from '../src/modules/search/index-values.js'
 import { searchDocuments } from '../src/modules/search/search.repo.js'
 import { resolveSearch } from '../src/modules/search/search-fields.js'
 import { parseOptionShape } from '../src/modules/search/search-options.js'

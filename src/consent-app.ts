@@ -10,6 +10,7 @@ import Fastify, {
 } from 'fastify'
 import type { TrustProxy } from './config.js'
 import type { Deps } from './deps.js'
+import { assertOperation } from './http/access.js'
 import { addRequestLog, addResponseHeaders, JSON_TYPE, sendJson } from './http/common-hooks.js'
 import { addCors, CONSENT_CORS } from './http/cors.js'
 import { addInputGuard } from './http/input-guard.js'
@@ -167,6 +168,7 @@ export async function buildConsentApp(
     if (!access || !('public' in access)) {
       throw new Error(`consent route ${route.method} ${route.url} must declare public access`)
     }
+    assertOperation(route)
   })
   // Before the rate limits' onRequest hook: a request refused at shutdown does no work.
   addShutdownGate(app, deps.health)

@@ -10,6 +10,7 @@ import {
   type PasswordHasherOptions,
 } from './crypto/passwords.js'
 import { randomSecret } from './crypto/secrets.js'
+import { Indexer } from './indexing/indexer.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { type Meter, noopMeter } from './metrics/meter.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
@@ -31,7 +32,6 @@ import { PasswordResetFlowsService } from './modules/password-reset/flows.servic
 import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
-import { Indexer } from './modules/search/indexer.js'
 import { SearchService } from './modules/search/search.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
@@ -224,7 +224,16 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
-    search: new SearchService(db, vaults, documents, users, options.searchTimeoutMs, meter),
+    search: new SearchService(
+      db,
+      vaults,
+      documents,
+      users,
+      schemas,
+      userSchemas,
+      options.searchTimeoutMs,
+      meter,
+    ),
     blobService: new BlobsService(
       db,
       clock,

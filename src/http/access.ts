@@ -1,6 +1,7 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyRequest, RouteOptions } from 'fastify'
+import { isOperationId, type OperationId } from '../access/operations.js'
+import type { CredentialKind } from '../access/principal.js'
 import type { AppError } from '../lib/errors.js'
-import type { CredentialKind } from '../modules/auth/principal.js'
 import type { Grants, Requirement } from '../policy/index.js'
 
 /**
@@ -49,9 +50,20 @@ export function vendingKinds(request: FastifyRequest): CredentialKind[] | undefi
   return vends === true ? API_KEY_ONLY : vends(request)
 }
 
+/**
+ * onRoute, on every listener: a route that names no operation of the catalog
+ * (src/access/operations.ts) stops the server from starting, as a missing access rule does.
+ */
+export function assertOperation(route: Pick<RouteOptions, 'method' | 'url' | 'config'>): void {
+  if (!isOperationId(route.config?.operation))
+    throw new Error(`route ${route.method} ${route.url} declares no operation of the catalog`)
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access
+    /** The route's operation id (src/access/operations.ts): what it is counted and audited as. */
+    operation?: OperationId
     /** v1 form route: merge query-string parameters into the body, trim field names. */
     form?: boolean
     /** False for the few JSON answers that are not in the envelope (the OpenAPI document). */

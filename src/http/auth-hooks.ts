@@ -1,16 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, ErrorType, errors } from '../lib/errors.js'
-import type { AuthzService } from '../modules/auth/authz.service.js'
-import type { ActiveCredential } from '../modules/auth/credentials.repo.js'
-import type { CredentialsService } from '../modules/auth/credentials.service.js'
+import type { ActiveCredential, CredentialResolver } from '../access/credentials.js'
 import {
   type Actor,
   type CredentialKind,
   credentialKind,
+  type GrantsBuilder,
   type Principal,
   type ScopedTokenResolver,
-} from '../modules/auth/principal.js'
-import { acceptedKinds, vendingKinds } from './access.js'
+} from '../access/principal.js'
+import { AppError, ErrorType, errors } from '../lib/errors.js'
+import { acceptedKinds, assertOperation, vendingKinds } from './access.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,10 +24,11 @@ declare module 'fastify' {
   }
 }
 
+/** The ports the hooks need, implemented by the auth and SAT features and wired in src/deps.ts. */
 export interface AuthDeps {
-  credentials: CredentialsService
+  credentials: CredentialResolver
   sats: ScopedTokenResolver
-  authz: AuthzService
+  authz: GrantsBuilder
 }
 
 /**
@@ -103,7 +103,7 @@ function unauthenticated(status: 400 | 401 | undefined): AppError {
 }
 
 /**
- * onRoute: a route without an access rule stops the server from starting.
+ * onRoute: a route without an access rule or an operation id stops the server from starting.
  * onRequest: credential → principal. preHandler: the route's rule is enforced.
  */
 export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
@@ -114,11 +114,17 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
 
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {
-      route.config = { ...route.config, access: { public: true }, envelope: false }
+      route.config = {
+        ...route.config,
+        access: { public: true },
+        operation: 'docs.read',
+        envelope: false,
+      }
       return
     }
     if (!route.config?.access)
       throw new Error(`route ${route.method} ${route.url} declares no access rule`)
+    assertOperation(route)
     if (route.config.vendsCredential) {
       if ('public' in route.config.access)
         throw new Error(`route ${route.method} ${route.url} vends credentials without one`)

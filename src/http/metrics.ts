@@ -51,7 +51,7 @@ export function metricsRoute(app: FastifyInstance, metrics: Metrics, token?: str
   app.get(
     '/metrics',
     {
-      config: { access: { public: true }, probe: true, envelope: false },
+      config: { operation: 'metrics.read', access: { public: true }, probe: true, envelope: false },
       logLevel: 'warn',
       schema: { hide: true },
     },

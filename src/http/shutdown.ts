@@ -1,7 +1,19 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { AppError, ErrorType } from '../lib/errors.js'
-import type { HealthService } from '../modules/health/health.service.js'
+
+/**
+ * The node's shutdown state, kept by the health service (modules/health; `/readyz` reports it)
+ * and handed over by the composition root: a port, so this glue knows no feature.
+ */
+export interface ShutdownState {
+  /** True from the signal on: answers carry `Connection: close`. */
+  readonly draining: boolean
+  /** True once the listeners close: requests are refused. */
+  readonly closing: boolean
+  startDraining(): void
+  startClosing(): void
+}
 
 /** A client refused during shutdown may retry at once: another node (or this one restarted) answers. */
 const SHUTDOWN_RETRY_SECONDS = 1
@@ -28,7 +40,7 @@ export function shuttingDown(): AppError {
  * Probes still answer (`/readyz` names `shutting_down`). Register it before any hook that does
  * work.
  */
-export function addShutdownGate(app: FastifyInstance, health: HealthService): void {
+export function addShutdownGate(app: FastifyInstance, health: ShutdownState): void {
   app.addHook('onRequest', (request, reply, done) => {
     if (!health.draining || request.routeOptions.config.probe) {
       done()
@@ -41,7 +53,7 @@ export function addShutdownGate(app: FastifyInstance, health: HealthService): vo
 
 export interface ShutdownOptions {
   apps: FastifyInstance[]
-  health: HealthService
+  health: ShutdownState
   /** Closes the database pool (Store.close), after every listener is closed. */
   closeStore: () => Promise<void>
   /**

@@ -1,12 +1,12 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { expect } from 'vitest'
-import { newId } from '../../src/lib/ids.js'
 import {
   indexValues,
   parseDate,
   type SchemaField,
   USER_SYSTEM_FIELDS,
-} from '../../src/modules/search/index-values.js'
+} from '../../src/indexing/index-values.js'
+import { newId } from '../../src/lib/ids.js'
 import { b64, type TestApp } from './app.js'
 
 /**

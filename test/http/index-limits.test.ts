@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  MAX_ROWS_PER_DOCUMENT,
-  MAX_VALUES_PER_FIELD,
-} from '../../src/modules/search/index-values.js'
+import { MAX_ROWS_PER_DOCUMENT, MAX_VALUES_PER_FIELD } from '../../src/indexing/index-values.js'
 import { b64, buildTestApp, errorOf, type TestApp } from '../helpers/app.js'
 
 /**

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { CredentialKind } from '../../src/access/principal.js'
 import { type OpenApiDocument, operationsOf } from '../../src/http/openapi/document.js'
 import { erasedPath } from '../../src/http/openapi/path-params.js'
 import { SCHEME_OF_KIND } from '../../src/http/openapi/security.js'
 import { FULL_ACCESS_POLICY } from '../../src/modules/accounts/accounts.service.js'
-import type { CredentialKind } from '../../src/modules/auth/principal.js'
 import { basicHeader, buildTestApp, type TestApp } from '../helpers/app.js'
 
 /**

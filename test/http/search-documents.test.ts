@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { SchemaField } from '../../src/modules/search/index-values.js'
+import type { SchemaField } from '../../src/indexing/index-values.js'
 import { b64, buildTestApp, createUser, errorOf, type TestApp, unb64 } from '../helpers/app.js'
 import {
   haversineKm,

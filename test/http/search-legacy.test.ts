@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { SchemaField } from '../../src/modules/search/index-values.js'
+import type { SchemaField } from '../../src/indexing/index-values.js'
 import { MAX_SORT_KEYS } from '../../src/modules/search/search-options.js'
 import { b64, basicHeader, createUser } from '../helpers/app.js'
 import { insertDocument, insertSchema, type TestSchema } from '../helpers/search-fixtures.js'

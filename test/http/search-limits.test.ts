@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { SchemaField } from '../../src/modules/search/index-values.js'
+import type { SchemaField } from '../../src/indexing/index-values.js'
 import { searchDocuments } from '../../src/modules/search/search.repo.js'
 import { resolveSearch } from '../../src/modules/search/search-fields.js'
 import { MAX_FILTER_VALUES, parseOptionShape } from '../../src/modules/search/search-options.js'

@@ -10,8 +10,8 @@ import {
   type UnknownRow,
 } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { indexValues, type SchemaField } from '../../src/indexing/index-values.js'
 import { newId } from '../../src/lib/ids.js'
-import { indexValues, type SchemaField } from '../../src/modules/search/index-values.js'
 import { searchDocuments } from '../../src/modules/search/search.repo.js'
 import { resolveSearch } from '../../src/modules/search/search-fields.js'
 import { MAX_SORT_KEYS, parseOptionShape } from '../../src/modules/search/search-options.js'

@@ -86,10 +86,10 @@ describe('the consent listener', () => {
     const t = await buildTestApp()
     try {
       const consent = await buildConsentApp(t.deps, { trustProxy: trusting('true') })
-      // A probe route (consent routes must declare public access) that shows the address.
-      consent.get('/client-address', { config: { access: { public: true } } }, async (request) => ({
-        ip: request.ip,
-      }))
+      // A probe route (consent routes must declare public access and an operation) that shows
+      // the address.
+      const config = { access: { public: true }, operation: 'consent.read' } as const
+      consent.get('/client-address', { config }, async (request) => ({ ip: request.ip }))
       const res = await consent.inject({
         method: 'GET',
         url: '/client-address',

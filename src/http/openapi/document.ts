@@ -134,7 +134,10 @@ export function swaggerOptions(spec: DocumentSpec): FastifyDynamicSwaggerOptions
 export function serveDocument(app: FastifyInstance): void {
   app.get(
     '/openapi.json',
-    { schema: { hide: true }, config: { access: { public: true }, envelope: false } },
+    {
+      schema: { hide: true },
+      config: { operation: 'openapi.read', access: { public: true }, envelope: false },
+    },
     async () => app.swagger(),
   )
 }

@@ -1,7 +1,7 @@
 import type { DocumentSpec, DocumentTransform, RouteTransform } from './document.js'
 import { documentedInput } from './documented-input.js'
 import { formMediaTypes } from './form-media-types.js'
-import { operationIds } from './operation-ids.js'
+import { catalogOperation, operationIds } from './operation-ids.js'
 import { oneTemplatePerPath } from './path-params.js'
 import { CREDENTIAL_SCHEMES, securityFromAccess } from './security.js'
 import { STOREFRONT_SCHEMES, storefrontSecurity } from './storefront-security.js'
@@ -34,12 +34,13 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
 
 /** The main API's route steps, in order. */
 export const MAIN_ROUTE_TRANSFORMS: readonly RouteTransform[] = [
+  catalogOperation,
   securityFromAccess,
   documentedInput,
   formMediaTypes,
 ]
 
-/** The main API's document steps, in order (operation ids read the routes' own paths). */
+/** The main API's document steps, in order. */
 export const MAIN_DOCUMENT_TRANSFORMS: readonly DocumentTransform[] = [
   operationIds,
   oneTemplatePerPath,
@@ -47,6 +48,7 @@ export const MAIN_DOCUMENT_TRANSFORMS: readonly DocumentTransform[] = [
 ]
 
 export const CONSENT_ROUTE_TRANSFORMS: readonly RouteTransform[] = [
+  catalogOperation,
   storefrontSecurity,
   fallbackTag('consent'),
 ]

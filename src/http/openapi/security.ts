@@ -1,5 +1,5 @@
 import type { FastifyContextConfig } from 'fastify'
-import type { CredentialKind } from '../../modules/auth/principal.js'
+import type { CredentialKind } from '../../access/principal.js'
 import { API_KEY_ONLY, acceptedKinds } from '../access.js'
 import type { RouteTransform, SecurityScheme } from './document.js'
 

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { UserPrincipal } from '../../access/principal.js'
 import { USER_CREDENTIALS } from '../../http/access.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json, isTrue } from '../../lib/input.js'
@@ -17,7 +18,6 @@ import {
 } from './auth.schemas.js'
 import type { CredentialsService } from './credentials.service.js'
 import type { LoginService } from './login.service.js'
-import type { UserPrincipal } from './principal.js'
 
 const tags = ['auth']
 
@@ -59,7 +59,7 @@ export async function authRoutes(
         response: LoginResponse,
       },
       // A login writes one small token row: clients must still reach their data to read it.
-      config: { form: true, access: { public: true }, storesData: false },
+      config: { form: true, operation: 'auth.login', access: { public: true }, storesData: false },
     },
     async (req) => {
       const b = req.body
@@ -85,6 +85,7 @@ export async function authRoutes(
       },
       config: {
         vendsCredential: () => ['access_token'],
+        operation: 'auth.logout',
         access: { self: true, credentials: ['access_token'] },
         // Ending a session frees space, never stores any: served under the free-space floor.
         storesData: false,
@@ -110,6 +111,7 @@ export async function authRoutes(
       // are not sessions and keep working.
       config: {
         vendsCredential: () => USER_CREDENTIALS,
+        operation: 'auth.logout_all',
         access: { self: true, credentials: USER_CREDENTIALS },
         storesData: false,
       },
@@ -125,7 +127,7 @@ export async function authRoutes(
     '/v1/auth/me',
     {
       schema: { tags, summary: 'The current user', querystring: MeQuery, response: MeResponse },
-      config: { access: { self: true, invalidStatus: 400 } },
+      config: { operation: 'current_user.read', access: { self: true, invalidStatus: 400 } },
     },
     async (req) => ({ user: await ownView(me(req), isTrue(req.query.full)) }),
   )
@@ -140,7 +142,11 @@ export async function authRoutes(
         body: UpdateMeForm,
         response: MeResponse,
       },
-      config: { form: true, access: { self: true, invalidStatus: 400 } },
+      config: {
+        form: true,
+        operation: 'current_user.update',
+        access: { self: true, invalidStatus: 400 },
+      },
     },
     async (req) => {
       const p = me(req)

@@ -1,6 +1,6 @@
+import type { GrantsBuilder, Principal } from '../../access/principal.js'
 import { CompiledPolicy, Grants, type PolicyStatement } from '../../policy/index.js'
 import type { GroupsService } from '../groups/groups.service.js'
-import type { Principal } from './principal.js'
 
 const CACHE_SIZE = 1000
 
@@ -9,7 +9,7 @@ const CACHE_SIZE = 1000
  * of membership or policy applies to the very next request. Only the compilation is cached,
  * keyed by the policies' exact text, so a changed policy is simply a new key.
  */
-export class AuthzService {
+export class AuthzService implements GrantsBuilder {
   readonly #compiled = new Map<string, CompiledPolicy>()
 
   constructor(private readonly groups: GroupsService) {}

@@ -1,20 +1,9 @@
+import type { ActiveCredential } from '../../access/credentials.js'
 import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
 import { precompiled } from '../../store/precompiled.js'
 
-export type StoredCredentialKind = 'api_key' | 'access_token'
-
-export interface ActiveCredential {
-  digest: string
-  account_id: string
-  user_id: string
-  kind: StoredCredentialKind
-  /** The user's public columns, read in the same query (self routes need nothing more). */
-  username: string
-  status: string
-  attributes: string
-  mfa_enrolled: number
-}
+export type StoredCredentialKind = ActiveCredential['kind']
 
 /** Credentials of users whose status still lets them act (LOCKED and DEACTIVATED cannot). */
 const USABLE_STATUSES = ['ACTIVATED', 'PENDING']

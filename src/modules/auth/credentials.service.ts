@@ -1,9 +1,13 @@
+import type {
+  ActiveCredential,
+  CredentialResolver,
+  UserCredentials,
+} from '../../access/credentials.js'
 import { digestSecret, randomCredential } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
-import type { ActiveCredential } from './credentials.repo.js'
 import * as repo from './credentials.repo.js'
 
 /** Default access-token life (spec, Limits). */
@@ -19,7 +23,7 @@ const DAY_MS = 24 * 60 * 60 * 1000
  * exact-match index lookup on a digest of a high-entropy secret leaks nothing through timing,
  * so no further comparison is needed.
  */
-export class CredentialsService {
+export class CredentialsService implements CredentialResolver, UserCredentials {
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,

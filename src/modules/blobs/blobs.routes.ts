@@ -99,7 +99,10 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
         params: BlobParams,
         response: DownloadResponse,
       },
-      config: { access: { policy: (req) => ({ readAny: blobs(req) }) } },
+      config: {
+        operation: 'blob.download',
+        access: { policy: (req) => ({ readAny: blobs(req) }) },
+      },
     },
     async (req, reply) => {
       const { row, stream } = await service.open(req.actor, vaultOf(req), blobOf(req))
@@ -121,7 +124,7 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
         querystring: ListQuery,
         response: ListResponse,
       },
-      config: { access: { policy: (req) => ({ readAny: blobs(req) }) } },
+      config: { operation: 'blob.list', access: { policy: (req) => ({ readAny: blobs(req) }) } },
     },
     async (req) => {
       const page = req.query.page ?? 1
@@ -141,7 +144,7 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
         body: OwnerForm,
         response: OwnerResponse,
       },
-      config: { form: true, access: { policy: anyItem('D') } },
+      config: { form: true, operation: 'blob.update_owner', access: { policy: anyItem('D') } },
     },
     async (req) => {
       const ownerId = optionalId(req.body.owner_id, 'owner_id')
@@ -157,7 +160,7 @@ export async function blobRoutes(app: FastifyInstance, service: BlobsService): P
     '/v1/vaults/:vault_id/blobs/:blob_id',
     {
       schema: { tags, summary: 'Delete a BLOB', params: BlobParams, response: DeleteResponse },
-      config: { access: { policy: anyItem('D') } },
+      config: { operation: 'blob.delete', access: { policy: anyItem('D') } },
     },
     async (req) => {
       const row = await service.delete(req.actor, vaultOf(req), blobOf(req))
@@ -200,6 +203,7 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
         blobUpload: true,
         // The body is streamed by the route, never parsed by Fastify: documented only.
         openapi: { body: CreateUploadBody, querystring: RawUploadQuery },
+        operation: 'blob.upload',
         access: {
           policy: (req) => {
             const ownerId = rawUploadOwner(req)
@@ -249,6 +253,7 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       config: {
         blobUpload: true,
         openapi: { body: ReplaceUploadBody, querystring: RawUploadQuery },
+        operation: 'blob.replace',
         access: { policy: (req) => ({ anyOf: [anyItem('U')(req), anyItem('D')(req)] }) },
       },
     },

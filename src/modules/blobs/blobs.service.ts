@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline, type Readable, Transform } from 'node:stream'
+import { assertItemAllows } from '../../access/item-access.js'
+import type { Actor } from '../../access/principal.js'
 import {
   BlobNotFoundError,
   type BlobStore,
@@ -17,8 +19,6 @@ import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
 import { type Meter, noopMeter } from '../../metrics/meter.js'
 import { changeOwner, createItem, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import { assertItemAllows } from '../auth/item-access.js'
-import type { Actor } from '../auth/principal.js'
 import type { UsersService } from '../users/users.service.js'
 import type { VaultsService } from '../vaults/vaults.service.js'
 import type { BlobRow } from './blobs.repo.js'

@@ -28,7 +28,7 @@ export async function consentRoutes(app: FastifyInstance, consent: ConsentServic
         summary: "Read (or create) a consumer's consent record",
         response: ConsentResponses,
       },
-      config: { access: { public: true } },
+      config: { operation: 'consent.read', access: { public: true } },
     },
     async (request) => consent.read(queryPairs(request), evidence(request)),
   )
@@ -37,7 +37,7 @@ export async function consentRoutes(app: FastifyInstance, consent: ConsentServic
     CONSENT_PATH,
     {
       schema: { summary: "Update a consumer's consent record", response: ConsentResponses },
-      config: { access: { public: true } },
+      config: { operation: 'consent.update', access: { public: true } },
     },
     async (request) => consent.update(request.body, queryPairs(request), evidence(request)),
   )

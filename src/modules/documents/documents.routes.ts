@@ -69,7 +69,7 @@ export async function documentRoutes(
         body: CreateV2Body,
         response: CreateV2Response,
       },
-      config: { access: { policy: createPolicy(false) } },
+      config: { operation: 'document.create_v2', access: { policy: createPolicy(false) } },
     },
     async (req) => {
       const row = await documents.create(req.actor, vaultOf(req), {
@@ -92,7 +92,7 @@ export async function documentRoutes(
         body: DocumentForm,
         response: CreateV1Response,
       },
-      config: { form: true, access: { policy: createPolicy(true) } },
+      config: { form: true, operation: 'document.create', access: { policy: createPolicy(true) } },
     },
     async (req) => {
       const b = req.body
@@ -114,7 +114,7 @@ export async function documentRoutes(
         params: DocumentIdsParams,
         response: ReadV2Response,
       },
-      config: { access: { policy: readAny } },
+      config: { operation: 'document.read_v2', access: { policy: readAny } },
     },
     async (req) => {
       const ids = idsOf(req.params.document_ids)
@@ -133,7 +133,7 @@ export async function documentRoutes(
         params: DocumentIdsParams,
         response: ReadV1Response,
       },
-      config: { access: { policy: readAny } },
+      config: { operation: 'document.read', access: { policy: readAny } },
     },
     async (req, reply) => {
       const ids = idsOf(req.params.document_ids)
@@ -192,7 +192,7 @@ export async function documentRoutes(
         querystring: ListQuery,
         response: ListResponse,
       },
-      config: { access: { policy: readAny } },
+      config: { operation: 'document.list', access: { policy: readAny } },
     },
     (req) => list(req),
   )
@@ -207,7 +207,7 @@ export async function documentRoutes(
         querystring: ListQuery,
         response: ListResponse,
       },
-      config: { access: { policy: readAny } },
+      config: { operation: 'document.list_by_schema', access: { policy: readAny } },
     },
     (req) => list(req, (params(req).schema_id as string).toLowerCase()),
   )
@@ -222,7 +222,7 @@ export async function documentRoutes(
         body: UpdateV2Body,
         response: UpdateV2Response,
       },
-      config: { access: { policy: anyItem('U') } },
+      config: { operation: 'document.update_v2', access: { policy: anyItem('U') } },
     },
     async (req) => {
       if (req.body.document === undefined) throw errors.invalidField('document', 'is required')
@@ -248,7 +248,7 @@ export async function documentRoutes(
         body: DocumentForm,
         response: OwnerResponse,
       },
-      config: { form: true, access: { policy: anyItem('U') } },
+      config: { form: true, operation: 'document.update', access: { policy: anyItem('U') } },
     },
     async (req) => {
       const b = req.body
@@ -273,7 +273,7 @@ export async function documentRoutes(
         body: OwnerForm,
         response: OwnerResponse,
       },
-      config: { form: true, access: { policy: anyItem('D') } },
+      config: { form: true, operation: 'document.update_owner', access: { policy: anyItem('D') } },
     },
     async (req) => {
       const ownerId = optionalId(req.body.owner_id, 'owner_id')
@@ -293,7 +293,10 @@ export async function documentRoutes(
         params: DocumentParams,
         response: CreateV1Response,
       },
-      config: { access: { policy: anyItem('U'), credentials: ['api_key'] } },
+      config: {
+        operation: 'document.reindex',
+        access: { policy: anyItem('U'), credentials: ['api_key'] },
+      },
     },
     async (req) => ({
       document_id: (await documents.reindex(req.actor, vaultOf(req), docOf(req))).id,
@@ -309,7 +312,7 @@ export async function documentRoutes(
         params: DocumentParams,
         response: DeleteResponse,
       },
-      config: { access: { policy: anyItem('D') } },
+      config: { operation: 'document.delete', access: { policy: anyItem('D') } },
     },
     async (req) => {
       const row = await documents.delete(req.actor, vaultOf(req), docOf(req))

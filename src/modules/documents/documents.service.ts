@@ -1,17 +1,20 @@
+import { assertItemAllows } from '../../access/item-access.js'
+import type { Actor } from '../../access/principal.js'
 import type { Keyring } from '../../crypto/keyring.js'
+import type { Indexer } from '../../indexing/indexer.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { changeOwner, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import { assertItemAllows } from '../auth/item-access.js'
-import type { Actor } from '../auth/principal.js'
 import type { Schema, SchemasService } from '../schemas/schemas.service.js'
-import type { Indexer } from '../search/indexer.js'
 import type { UsersService } from '../users/users.service.js'
 import type { VaultsService } from '../vaults/vaults.service.js'
 import type { DocumentRow } from './documents.repo.js'
 import * as repo from './documents.repo.js'
+
+/** A stored document as the service reads it (other modules name it through here, never the repo). */
+export type { DocumentRow }
 
 export const MAX_IDS_PER_READ = 100
 

@@ -50,6 +50,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
       schema: { tags, summary: 'Create a group', body: CreateGroupForm, response: GroupResponse },
       config: {
         form: true,
+        operation: 'group.create',
         access: {
           // Adding members to a group that does not exist yet needs membership rights on any group.
           policy: (req) => {
@@ -93,6 +94,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
         response: GroupResponse,
       },
       config: {
+        operation: 'group.read',
         access: {
           policy: (req) => ({
             activity: 'R',
@@ -115,7 +117,10 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
     '/v1/groups',
     {
       schema: { tags, summary: 'List the groups the caller may read', response: GroupListResponse },
-      config: { access: { policy: () => ({ readAny: resource('Group', '') }) } },
+      config: {
+        operation: 'group.list',
+        access: { policy: () => ({ readAny: resource('Group', '') }) },
+      },
     },
     async (req) => ({ groups: (await groups.list(req.actor)).map(view) }),
   )
@@ -132,6 +137,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
       },
       config: {
         form: true,
+        operation: 'group.update',
         access: {
           policy: (req) => ({
             activity: 'U',
@@ -176,6 +182,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
         response: EmptyResponse,
       },
       config: {
+        operation: 'group.add_members',
         access: {
           policy: (req) => {
             const { group_id } = req.params as { group_id: string }
@@ -212,6 +219,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
         response: EmptyResponse,
       },
       config: {
+        operation: 'group.remove_members',
         access: {
           policy: (req) => {
             const { group_id, user_ids } = req.params as { group_id: string; user_ids: string }
@@ -254,6 +262,7 @@ export async function groupRoutes(app: FastifyInstance, groups: GroupsService): 
         response: GroupResponse,
       },
       config: {
+        operation: 'group.delete',
         access: {
           policy: (req) => ({
             activity: 'D',

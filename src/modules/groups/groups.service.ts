@@ -1,10 +1,10 @@
+import type { Actor } from '../../access/principal.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { PolicyFormatError, type PolicyStatement, parsePolicy } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
-import type { Actor } from '../auth/principal.js'
 import * as repo from './groups.repo.js'
 
 export interface Group {

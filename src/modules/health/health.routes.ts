@@ -28,13 +28,12 @@ export function notReady(failing: ReadinessCheck[]): AppError {
  * seconds), and the same on both listeners: each app renders the 503 in its own error body.
  */
 export async function healthRoutes(app: FastifyInstance, health: HealthService): Promise<void> {
-  const options = {
-    config: { access: { public: true }, probe: true },
-    logLevel: 'warn',
-    schema: { hide: true },
-  } as const
-  app.get('/healthz', options, async () => ({ status: 'ok' }))
-  app.get('/readyz', options, async () => {
+  const options = { logLevel: 'warn', schema: { hide: true } } as const
+  const probe = { access: { public: true }, probe: true } as const
+  app.get('/healthz', { ...options, config: { ...probe, operation: 'health.live' } }, async () => ({
+    status: 'ok',
+  }))
+  app.get('/readyz', { ...options, config: { ...probe, operation: 'health.ready' } }, async () => {
     const failing = await health.failingChecks()
     if (failing.length > 0) throw notReady(failing)
     // Ready (reads are served), and says why writes are answered 507.

@@ -103,6 +103,7 @@ export async function messagingRoutes(
       },
       preValidation: requireJson,
       config: {
+        operation: 'user.send_email',
         access: { policy: canMessage, denied: messageDenied, credentials: USER_CREDENTIALS },
       },
     },
@@ -127,6 +128,7 @@ export async function messagingRoutes(
       },
       preValidation: requireJson,
       config: {
+        operation: 'user.send_sms',
         access: { policy: canMessage, denied: messageDenied, credentials: USER_CREDENTIALS },
       },
     },

@@ -38,7 +38,10 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: StartEnrollmentBody,
         response: StartEnrollmentResponse,
       },
-      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
+      config: {
+        operation: 'mfa.start_enrollment',
+        access: { policy: updateUser, credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => {
       const e = await mfa.startEnrollment(
@@ -61,7 +64,10 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: FinalizeEnrollmentBody,
         response: EmptyResponse,
       },
-      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
+      config: {
+        operation: 'mfa.finalize_enrollment',
+        access: { policy: updateUser, credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => {
       const b = req.body
@@ -85,7 +91,10 @@ export async function mfaRoutes(app: FastifyInstance, mfa: MfaService): Promise<
         body: UnenrollBody,
         response: EmptyResponse,
       },
-      config: { access: { policy: updateUser, credentials: USER_CREDENTIALS } },
+      config: {
+        operation: 'mfa.unenroll',
+        access: { policy: updateUser, credentials: USER_CREDENTIALS },
+      },
     },
     async (req) => {
       const b = req.body

@@ -35,6 +35,7 @@ export async function passwordResetRoutes(
         response: FlowResponse,
       },
       config: {
+        operation: 'password_reset_flow.create',
         access: { policy: () => ({ activity: 'C', resource: resource('PasswordResetFlow', '') }) },
       },
     },
@@ -49,7 +50,10 @@ export async function passwordResetRoutes(
         summary: 'List the password reset flows the caller may read',
         response: FlowListResponse,
       },
-      config: { access: { policy: () => ({ readAny: resource('PasswordResetFlow', '') }) } },
+      config: {
+        operation: 'password_reset_flow.list',
+        access: { policy: () => ({ readAny: resource('PasswordResetFlow', '') }) },
+      },
     },
     async (req) => ({ password_reset_flows: await flows.list(req.actor) }),
   )
@@ -63,7 +67,7 @@ export async function passwordResetRoutes(
         params: FlowParams,
         response: FlowResponse,
       },
-      config: { access: { policy: onFlow('R') } },
+      config: { operation: 'password_reset_flow.read', access: { policy: onFlow('R') } },
     },
     async (req) => ({
       password_reset_flow: await flows.get(req.actor.principal.accountId, flowId(req)),
@@ -79,7 +83,7 @@ export async function passwordResetRoutes(
         params: FlowParams,
         response: FlowResponse,
       },
-      config: { access: { policy: onFlow('D') } },
+      config: { operation: 'password_reset_flow.delete', access: { policy: onFlow('D') } },
     },
     async (req) => ({
       password_reset_flow: await flows.delete(req.actor.principal.accountId, flowId(req)),
@@ -97,6 +101,7 @@ export async function passwordResetRoutes(
         response: EmptyResponse,
       },
       config: {
+        operation: 'password_reset_flow.send_email',
         access: {
           // The user is looked up after the answer: here, the caller must be allowed for some user.
           policy: (req) => ({
@@ -124,7 +129,7 @@ export async function passwordResetRoutes(
         body: LinkSatBody,
         response: FlowResponse,
       },
-      config: { access: { policy: onFlow('U') } },
+      config: { operation: 'password_reset_flow.link_sat', access: { policy: onFlow('U') } },
     },
     async (req) => ({
       password_reset_flow: await flows.linkSat(

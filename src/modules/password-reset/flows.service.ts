@@ -1,10 +1,10 @@
+import type { Actor } from '../../access/principal.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import type { Actor } from '../auth/principal.js'
 import { checkEmail } from '../messaging/address-checks.js'
 import {
   checkSubstitutionKey,

@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Principal } from '../../access/principal.js'
 import { ANY_CREDENTIAL } from '../../http/access.js'
 import { errors } from '../../lib/errors.js'
-import type { Principal } from '../auth/principal.js'
 import {
   CreatedSatResponse,
   DeletedResponse,
@@ -39,7 +39,7 @@ export async function satRoutes(app: FastifyInstance, sats: SatsService): Promis
         body: SatBody,
         response: CreatedSatResponse,
       },
-      config: { access },
+      config: { operation: 'scoped_access_token.create', access },
       // Before the request is let through: refusing a limited token must not spend its use.
       preValidation: async (req) => sats.assertMayMint(caller(req)),
     },
@@ -55,7 +55,7 @@ export async function satRoutes(app: FastifyInstance, sats: SatsService): Promis
         querystring: SatPageQuery,
         response: SatListResponse,
       },
-      config: { access },
+      config: { operation: 'scoped_access_token.list', access },
     },
     async (req) => ({
       data: await sats.list(caller(req), req.query.page ?? 1, req.query.per_page ?? 100),
@@ -71,7 +71,7 @@ export async function satRoutes(app: FastifyInstance, sats: SatsService): Promis
         params: SatParams,
         response: SatResponse,
       },
-      config: { access },
+      config: { operation: 'scoped_access_token.read', access },
     },
     async (req) => ({ scoped_access_token: await sats.get(caller(req), tokenId(req)) }),
   )
@@ -85,7 +85,7 @@ export async function satRoutes(app: FastifyInstance, sats: SatsService): Promis
         params: SatParams,
         response: DeletedResponse,
       },
-      config: { access },
+      config: { operation: 'scoped_access_token.delete', access },
     },
     async (req) => {
       await sats.delete(caller(req), tokenId(req))

@@ -1,3 +1,4 @@
+import type { Principal, SatPrincipal, ScopedTokenResolver } from '../../access/principal.js'
 import { digestSecret, randomSecret, safeEqual } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
@@ -6,7 +7,6 @@ import { parseFutureTime } from '../../lib/input.js'
 import { type Meter, noopMeter } from '../../metrics/meter.js'
 import { CompiledPolicy, type PolicyStatement, resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import type { Principal, SatPrincipal, ScopedTokenResolver } from '../auth/principal.js'
 import { validatePolicy } from '../groups/groups.service.js'
 import * as repo from './sats.repo.js'
 

@@ -1,5 +1,5 @@
+import { FIELD_TYPES, type FieldType, type SchemaField } from '../../indexing/index-values.js'
 import { errors } from '../../lib/errors.js'
-import { FIELD_TYPES, type FieldType, type SchemaField } from '../search/index-values.js'
 
 export interface SchemaDefinition {
   name: string

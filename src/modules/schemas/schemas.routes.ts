@@ -54,6 +54,7 @@ export async function schemaRoutes(
       },
       config: {
         form: true,
+        operation: 'schema.create',
         access: {
           policy: (req) => ({
             activity: 'C',
@@ -81,6 +82,7 @@ export async function schemaRoutes(
         response: SchemaListResponse,
       },
       config: {
+        operation: 'schema.list',
         access: { policy: (req) => ({ readAny: resource('Vault', vaultOf(req), 'Schema', '') }) },
       },
     },
@@ -91,7 +93,7 @@ export async function schemaRoutes(
     '/v1/vaults/:vault_id/schemas/:schema_id',
     {
       schema: { tags, summary: 'Read a schema', params: SchemaParams, response: SchemaResponse },
-      config: { access: { policy: onSchema('R') } },
+      config: { operation: 'schema.read', access: { policy: onSchema('R') } },
     },
     async (req) => ({
       schema: await schemas.get(req.actor.principal.accountId, vaultOf(req), schemaOf(req)),
@@ -108,7 +110,7 @@ export async function schemaRoutes(
         body: SchemaForm,
         response: SchemaResponse,
       },
-      config: { form: true, access: { policy: onSchema('U') } },
+      config: { form: true, operation: 'schema.update', access: { policy: onSchema('U') } },
     },
     async (req) => ({
       schema: await schemas.update(
@@ -129,7 +131,7 @@ export async function schemaRoutes(
         params: SchemaParams,
         response: SchemaResponse,
       },
-      config: { access: { policy: onSchema('D') } },
+      config: { operation: 'schema.delete', access: { policy: onSchema('D') } },
     },
     async (req) => ({
       schema: await schemas.delete(req.actor.principal.accountId, vaultOf(req), schemaOf(req)),
@@ -153,7 +155,11 @@ export async function schemaRoutes(
         body: SchemaForm,
         response: UserSchemaResponse,
       },
-      config: { form: true, access: { policy: onUserSchema('C') } },
+      config: {
+        form: true,
+        operation: 'user_schema.create',
+        access: { policy: onUserSchema('C') },
+      },
     },
     async (req) => ({
       user_schema: await userSchemas.create(account(req), definition(req.body.schema)),
@@ -168,7 +174,7 @@ export async function schemaRoutes(
         params: AccountParams,
         response: UserSchemaResponse,
       },
-      config: { access: { policy: onUserSchema('R') } },
+      config: { operation: 'user_schema.read', access: { policy: onUserSchema('R') } },
     },
     async (req) => ({ user_schema: await userSchemas.get(account(req)) }),
   )
@@ -182,7 +188,11 @@ export async function schemaRoutes(
         body: SchemaForm,
         response: UserSchemaResponse,
       },
-      config: { form: true, access: { policy: onUserSchema('U') } },
+      config: {
+        form: true,
+        operation: 'user_schema.update',
+        access: { policy: onUserSchema('U') },
+      },
     },
     async (req) => ({
       user_schema: await userSchemas.update(account(req), definition(req.body.schema)),
@@ -197,7 +207,7 @@ export async function schemaRoutes(
         params: AccountParams,
         response: UserSchemaResponse,
       },
-      config: { access: { policy: onUserSchema('D') } },
+      config: { operation: 'user_schema.delete', access: { policy: onUserSchema('D') } },
     },
     async (req) => ({ user_schema: await userSchemas.delete(account(req)) }),
   )

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
+import type { SchemaField } from '../../indexing/index-values.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import type { Executor } from '../../store/executor.js'
-import type { SchemaField } from '../search/index-values.js'
 import type { SchemaDefinition } from './schema-definition.js'
 import * as repo from './schemas.repo.js'
 

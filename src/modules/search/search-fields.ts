@@ -1,5 +1,5 @@
+import { coerce, type FieldType, type SchemaField } from '../../indexing/index-values.js'
 import { errors } from '../../lib/errors.js'
-import { coerce, type FieldType, type SchemaField } from './index-values.js'
 import {
   type GeoValue,
   KM_PER_MILE,

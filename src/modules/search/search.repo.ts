@@ -1,10 +1,9 @@
-import { expressionBuilder, PostgresAdapter, type RawBuilder, sql } from 'kysely'
+import { expressionBuilder, PostgresAdapter, type RawBuilder, type Selectable, sql } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import { type QueryBound, runBounded } from '../../store/bounded-query.js'
 import type { Executor } from '../../store/executor.js'
-import type { Database } from '../../store/schema.js'
+import type { Database, DocumentsTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
-import type { DocumentRow } from '../documents/documents.repo.js'
 import {
   compileFilters,
   type Dialect,
@@ -16,6 +15,9 @@ import type { SearchQuery } from './search-fields.js'
 
 /** The index row every searchable user has (users with JSON null attributes have none). */
 export const USER_MARKER_FIELD = '$sys.id'
+
+/** A row of the documents table: the search reads its hits' columns directly. */
+type DocumentRow = Selectable<DocumentsTable>
 
 /** With full_document every column of the row; else only the ones named here. */
 export type DocumentHit = Pick<DocumentRow, 'account_id' | 'vault_id' | 'id' | 'owner_id'> &

@@ -94,7 +94,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
   const documentedBody = { openapi: { body: DocumentedSearchBody } }
   r.post('/v1/vaults/:vault_id/search', {
     ...vaultSearch,
-    config: { ...vaultSearch.config, ...documentedBody },
+    config: { ...vaultSearch.config, ...documentedBody, operation: 'document.search' },
     schema: { tags, summary, params: VaultParams, body: SearchForm, response: VaultSearchResponse },
   })
 
@@ -106,7 +106,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
   app.addConstraintStrategy(searchOptionConstraint)
   r.post('/v1/vaults/:vault_id/', {
     ...vaultSearch,
-    config: { ...vaultSearch.config, ...documentedBody },
+    config: { ...vaultSearch.config, ...documentedBody, operation: 'document.search_legacy' },
     schema: {
       tags,
       summary: legacy,
@@ -119,6 +119,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
   for (const url of ['/v1/vaults/:vault_id/', '/v1/vaults/:vault_id']) {
     r.get(url, {
       ...vaultSearch,
+      config: { ...vaultSearch.config, operation: 'document.search_legacy_query' },
       constraints: { searchOption: CARRIES_SEARCH_OPTION },
       // A GET body is not parsed by Fastify; legacy clients may send the option in one.
       preParsing: readFormBodyOnGet,
@@ -151,6 +152,7 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         form: true,
         storesData: false,
         openapi: { body: DocumentedSearchBody },
+        operation: 'user.search',
         access: { policy: () => ({ readAny: resource('User', '') }) },
       },
     },

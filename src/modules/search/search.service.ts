@@ -1,15 +1,15 @@
+import type { Actor } from '../../access/principal.js'
+import { USER_SYSTEM_FIELDS } from '../../indexing/index-values.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { encodeBase64Json } from '../../lib/input.js'
 import { type Meter, noopMeter, secondsSince } from '../../metrics/meter.js'
 import { type QueryBound, QueryStopped } from '../../store/bounded-query.js'
 import type { Executor } from '../../store/executor.js'
-import type { Actor } from '../auth/principal.js'
-import type { DocumentRow } from '../documents/documents.repo.js'
-import type { DocumentsService } from '../documents/documents.service.js'
-import * as schemas from '../schemas/schemas.repo.js'
+import type { DocumentRow, DocumentsService } from '../documents/documents.service.js'
+import type { SchemasService } from '../schemas/schemas.service.js'
+import type { UserSchemaService } from '../schemas/user-schema.service.js'
 import type { UsersService } from '../users/users.service.js'
 import type { VaultsService } from '../vaults/vaults.service.js'
-import { type SchemaField, USER_SYSTEM_FIELDS } from './index-values.js'
 import * as repo from './search.repo.js'
 import { resolveSearch, type SearchQuery } from './search-fields.js'
 import { KM_PER_MILE, type OptionShape } from './search-options.js'
@@ -57,8 +57,6 @@ const info = (query: SearchQuery, total: number): SearchInfo => ({
   total_result_count: total,
 })
 
-const fieldsOf = (json: string) => JSON.parse(json) as SchemaField[]
-
 /** Default bound on each search statement (PostgreSQL), COFFER_SEARCH_TIMEOUT_MS. */
 export const DEFAULT_SEARCH_TIMEOUT_MS = 5000
 
@@ -94,6 +92,8 @@ export class SearchService {
     private readonly vaults: VaultsService,
     private readonly documents: DocumentsService,
     private readonly users: UsersService,
+    private readonly schemas: SchemasService,
+    private readonly userSchemas: UserSchemaService,
     private readonly timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS,
     private readonly meter: Meter = noopMeter,
   ) {}
@@ -122,9 +122,9 @@ export class SearchService {
     const accountId = actor.principal.accountId
     await this.vaults.require(this.db, accountId, vaultId)
     const schemaId = shape.schemaId as string
-    const schema = await schemas.findById(this.db, accountId, vaultId, schemaId)
+    const schema = await this.schemas.find(this.db, accountId, vaultId, schemaId)
     if (!schema) throw errors.notFound('Schema')
-    const query = resolveSearch(shape, fieldsOf(schema.fields))
+    const query = resolveSearch(shape, schema.fields)
     const scopes = actor.grants.readScopes(['Vault', vaultId, 'Document', ''])
     if (!scopes) throw errors.permissionDenied()
     const { total, hits } = await this.#bounded(signal, (bound) =>
@@ -156,8 +156,8 @@ export class SearchService {
     signal?: AbortSignal,
   ): Promise<UserSearchResult> {
     const accountId = actor.principal.accountId
-    const schema = await schemas.findUserSchema(this.db, accountId)
-    const fields = [...USER_SYSTEM_FIELDS, ...(schema ? fieldsOf(schema.fields) : [])]
+    const schema = await this.userSchemas.current(this.db, accountId)
+    const fields = [...USER_SYSTEM_FIELDS, ...(schema ? schema.fields : [])]
     const query = resolveSearch(shape, fields)
     const scopes = actor.grants.readScopes(['User', ''])
     if (!scopes) throw errors.permissionDenied()

@@ -1,4 +1,4 @@
-import type { UserSnapshot } from '../auth/principal.js'
+import type { UserSnapshot } from '../../access/principal.js'
 
 /** A user as the API shows it; secrets and hashes never appear here. */
 export interface UserView {

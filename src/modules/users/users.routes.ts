@@ -1,11 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { CredentialKind } from '../../access/principal.js'
 import { ANY_CREDENTIAL, API_KEY_ONLY, USER_CREDENTIALS } from '../../http/access.js'
 import { FullQuery } from '../../http/schemas.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json, isTrue, parseIdList } from '../../lib/input.js'
 import { type Requirement, resource } from '../../policy/index.js'
-import type { CredentialKind } from '../auth/principal.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import { userView, type ViewOptions } from './user-view.js'
 import type { UserRow } from './users.repo.js'
@@ -165,6 +165,7 @@ export async function userRoutes(
         // Public registration through a SAT is allowed, but the new user's API key and access
         // token are vended only to a user's credential (see the handler).
         vendsCredential: () => ANY_CREDENTIAL,
+        operation: 'user.create',
         access: {
           // Joining a group at creation needs C on its memberships or U on the group (spec).
           policy: (req) => ({
@@ -224,6 +225,7 @@ export async function userRoutes(
       },
       config: {
         // Presence is checked per id in the service: a missing or unreadable id is a 404.
+        operation: 'user.read_v2',
         access: { policy: () => ({ readAny: resource('User', '') }), deniedStatus: 404 },
       },
     },
@@ -248,7 +250,7 @@ export async function userRoutes(
         querystring: FullQuery,
         response: UserV1Response,
       },
-      config: { access: { policy: onUser('R') } },
+      config: { operation: 'user.read', access: { policy: onUser('R') } },
     },
     async (req) => {
       const row = await users.get(req.actor.principal.accountId, param(req))
@@ -271,7 +273,10 @@ export async function userRoutes(
         querystring: ListUsersQuery,
         response: UsersV1Response,
       },
-      config: { access: { policy: () => ({ readAny: resource('User', '') }) } },
+      config: {
+        operation: 'user.list',
+        access: { policy: () => ({ readAny: resource('User', '') }) },
+      },
     },
     async (req) => {
       const rows = await users.list(req.actor, listStatuses(req.query.status))
@@ -292,7 +297,12 @@ export async function userRoutes(
         body: UpdateUserForm,
         response: UserV1Response,
       },
-      config: { form: true, vendsCredential: updateKinds, access: { policy: onUserUpdate } },
+      config: {
+        form: true,
+        vendsCredential: updateKinds,
+        operation: 'user.update',
+        access: { policy: onUserUpdate },
+      },
       preValidation: checkPasswordEarly,
     },
     async (req) => {
@@ -327,7 +337,11 @@ export async function userRoutes(
         response: UserV1Response,
       },
       // A reset token (a SAT) may use it too: `onPassword` holds a SAT to the password grant.
-      config: { vendsCredential: () => ANY_CREDENTIAL, access: { policy: onPassword } },
+      config: {
+        vendsCredential: () => ANY_CREDENTIAL,
+        operation: 'user.update_password',
+        access: { policy: onPassword },
+      },
       preValidation: checkPasswordEarly,
     },
     async (req) => {
@@ -340,7 +354,7 @@ export async function userRoutes(
     '/v1/users/:user_id',
     {
       schema: { tags, summary: 'Deactivate a user', params: UserParams, response: UserV1Response },
-      config: { access: { policy: onUser('D') } },
+      config: { operation: 'user.delete', access: { policy: onUser('D') } },
     },
     async (req) => ({
       user: userView(await users.deactivate(req.actor.principal.accountId, param(req))),
@@ -360,6 +374,7 @@ export async function userRoutes(
       config: {
         form: true,
         vendsCredential: true,
+        operation: 'user.create_access_token',
         access: { policy: onUser('U'), credentials: API_KEY_ONLY },
       },
     },
@@ -383,7 +398,11 @@ export async function userRoutes(
         params: UserParams,
         response: ApiKeyResponse,
       },
-      config: { vendsCredential: true, access: { policy: onUser('U'), credentials: API_KEY_ONLY } },
+      config: {
+        vendsCredential: true,
+        operation: 'user.create_api_key',
+        access: { policy: onUser('U'), credentials: API_KEY_ONLY },
+      },
     },
     async (req) => ({
       api_key: await users.rotateApiKey(req.actor.principal.accountId, param(req)),
@@ -403,6 +422,7 @@ export async function userRoutes(
       // The spec lists API key or access token; never a SAT. (The pair opens no endpoint.)
       config: {
         vendsCredential: () => USER_CREDENTIALS,
+        operation: 'user.create_access_key',
         access: { policy: onUser('U'), credentials: USER_CREDENTIALS },
       },
     },

@@ -1,20 +1,23 @@
+import type { UserCredentials } from '../../access/credentials.js'
+import type { Actor } from '../../access/principal.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
+import type { SchemaField } from '../../indexing/index-values.js'
+import type { Indexer } from '../../indexing/indexer.js'
 import type { Clock } from '../../lib/clock.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { inScopes, resource } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
-import type { CredentialsService } from '../auth/credentials.service.js'
-import type { Actor } from '../auth/principal.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import type { UserSchema } from '../schemas/user-schema.service.js'
-import type { SchemaField } from '../search/index-values.js'
-import type { Indexer } from '../search/indexer.js'
 import type { UserRow } from './users.repo.js'
 import * as repo from './users.repo.js'
+
+/** A stored user as the service reads it (other modules name it through here, never the repo). */
+export type { UserRow }
 
 export const USER_STATUSES = ['ACTIVATED', 'PENDING', 'LOCKED', 'DEACTIVATED'] as const
 export type UserStatus = (typeof USER_STATUSES)[number]
@@ -94,7 +97,7 @@ export class UsersService {
     private readonly db: Executor,
     private readonly clock: Clock,
     private readonly hasher: PasswordHasher,
-    private readonly credentials: CredentialsService,
+    private readonly credentials: UserCredentials,
     private readonly groups: GroupsService,
     private readonly keyring: Keyring,
     private readonly indexer: Indexer,

@@ -31,6 +31,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
       schema: { tags, summary: 'Create a vault', body: CreateVaultForm, response: VaultResponse },
       config: {
         form: true,
+        operation: 'vault.create',
         access: { policy: () => ({ activity: 'C', resource: resource('Vault', '') }) },
       },
     },
@@ -43,7 +44,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
     '/v1/vaults/:vault_id',
     {
       schema: { tags, summary: 'Read a vault', params: VaultParams, response: VaultResponse },
-      config: { access: { policy: onVault('R') } },
+      config: { operation: 'vault.read', access: { policy: onVault('R') } },
     },
     async (req) => ({ vault: view(await vaults.get(req.actor.principal.accountId, vaultId(req))) }),
   )
@@ -57,7 +58,10 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
         querystring: PageQuery,
         response: VaultListResponse,
       },
-      config: { access: { policy: () => ({ readAny: resource('Vault', '') }) } },
+      config: {
+        operation: 'vault.list',
+        access: { policy: () => ({ readAny: resource('Vault', '') }) },
+      },
     },
     async (req) => ({
       vaults: (await vaults.list(req.actor, req.query.page ?? 1, req.query.per_page ?? 100)).map(
@@ -77,7 +81,10 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
         querystring: PageQuery,
         response: LegacyVaultListResponse,
       },
-      config: { access: { policy: () => ({ readAny: resource('Vault', '') }) } },
+      config: {
+        operation: 'vault.list_by_account',
+        access: { policy: () => ({ readAny: resource('Vault', '') }) },
+      },
     },
     async (req) => {
       if (req.params.account_id.toLowerCase() !== req.actor.principal.accountId)
@@ -98,7 +105,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
         body: RenameVaultForm,
         response: VaultResponse,
       },
-      config: { form: true, access: { policy: onVault('U') } },
+      config: { form: true, operation: 'vault.update', access: { policy: onVault('U') } },
     },
     async (req) => {
       const accountId = req.actor.principal.accountId
@@ -120,7 +127,7 @@ export async function vaultRoutes(app: FastifyInstance, vaults: VaultsService): 
         params: VaultParams,
         response: VaultResponse,
       },
-      config: { access: { policy: onVault('D') } },
+      config: { operation: 'vault.delete', access: { policy: onVault('D') } },
     },
     async (req) => ({
       vault: view(await vaults.delete(req.actor.principal.accountId, vaultId(req))),

@@ -1,9 +1,9 @@
+import type { Actor } from '../../access/principal.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { newId } from '../../lib/ids.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
-import type { Actor } from '../auth/principal.js'
 import * as repo from './vaults.repo.js'
 
 export interface Vault {

@@ -1,4 +1,4 @@
-import type { Grants } from '../../policy/index.js'
+import type { Grants } from '../policy/index.js'
 
 /** Credential kinds the spec names per endpoint. */
 export type CredentialKind = 'api_key' | 'access_token' | 'sat'
@@ -56,6 +56,11 @@ export function credentialKind(p: Principal): CredentialKind {
 export interface Actor {
   principal: Principal
   grants: Grants
+}
+
+/** Builds what a principal may do from its groups' current policies (modules/auth implements it). */
+export interface GrantsBuilder {
+  grantsFor(principal: Principal): Promise<Grants>
 }
 
 /** Resolves a SAT's `http_auth` pair to a principal, and takes a use once a request is let in. */

@@ -1,5 +1,5 @@
-import { errors } from '../../lib/errors.js'
-import type { Activity, Grants, Requirement, Resource } from '../../policy/index.js'
+import { errors } from '../lib/errors.js'
+import type { Activity, Grants, Requirement, Resource } from '../policy/index.js'
 
 /**
  * Per-item checks of owned items, made once the item (and so its owner) is loaded. An item the

@@ -1,4 +1,4 @@
-import type { Executor } from '../../store/executor.js'
+import type { Executor } from '../store/executor.js'
 import type { IndexValue } from './index-values.js'
 
 /** Replaces every index row of one document (or user) under a schema. */

@@ -1,5 +1,5 @@
-import { errors } from '../../lib/errors.js'
-import type { Executor } from '../../store/executor.js'
+import { errors } from '../lib/errors.js'
+import type { Executor } from '../store/executor.js'
 import {
   boundedIndexValues,
   type IndexValue,
