@@ -16,6 +16,8 @@ export const NAMED_OPERATIONS: Record<string, string> = {
   'POST /v1/groups/{group_id}/membership': 'addGroupMembers',
   'DELETE /v1/groups/{group_id}/membership/{user_ids}': 'removeGroupMembers',
   'GET /v1/accounts/{account_id}/vaults': 'listAccountVaults',
+  'GET /v1/accounts/{account_id}/settings': 'readAccountSettings',
+  'PUT /v1/accounts/{account_id}/settings': 'updateAccountSettings',
   'GET /v1/vaults/{vault_id}/schemas/{schema_id}/documents': 'listSchemaDocuments',
   'POST /v1/vaults/{vault_id}/documents/{document_id}/reindex': 'reindexDocument',
   'POST /v1/vaults/{vault_id}/blobs': 'uploadBlob',

@@ -7,12 +7,13 @@ import { newId } from '../../lib/ids.js'
 import { inScopes, resource } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
-import type { CredentialsService } from '../auth/credentials.service.js'
+import type { CredentialsService, RequestedExpiry } from '../auth/credentials.service.js'
 import type { Actor } from '../auth/principal.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import type { UserSchema } from '../schemas/user-schema.service.js'
 import type { SchemaField } from '../search/index-values.js'
 import type { Indexer } from '../search/indexer.js'
+import type { SettingsService } from '../settings/settings.service.js'
 import type { UserRow } from './users.repo.js'
 import * as repo from './users.repo.js'
 
@@ -35,7 +36,7 @@ export interface NewUser {
    * Vend the new user's API key and access token (with this expiry, normalized ISO text) in the
    * answer; absent for a registration through a SAT, which never holds a user's credentials.
    */
-  credentials?: { tokenExpiresAt?: string | undefined } | undefined
+  credentials?: { tokenExpiresAt?: RequestedExpiry | undefined } | undefined
 }
 
 export interface UserChanges {
@@ -44,7 +45,7 @@ export interface UserChanges {
   attributes?: unknown
   status?: string
   /** Vend a new access token with this expiry (undefined: default lifetime). */
-  newAccessToken?: { expiresAt?: string | undefined }
+  newAccessToken?: { expiresAt?: RequestedExpiry | undefined }
 }
 
 export function validateUsername(value: unknown): string {
@@ -103,7 +104,20 @@ export class UsersService {
       db: Executor,
       accountId: string,
     ) => Promise<UserSchema | undefined>,
+    /** The account's password rules and session revocation (account settings). */
+    private readonly settings: SettingsService,
   ) {}
+
+  /**
+   * A new password's rules, wherever one is set (create, update, set, reset): the server's bounds
+   * (`validatePassword`), then the account's minimum length and the common-password list.
+   * Existing passwords are never checked again: only new ones. 400 naming `password`.
+   */
+  async checkNewPassword(accountId: string, value: unknown): Promise<string> {
+    const password = validatePassword(value)
+    await this.settings.checkNewPassword(accountId, password)
+    return password
+  }
 
   /** Index rows of the user under the account's user schema, in the caller's transaction. */
   async #index(db: Executor, row: UserRow, attributes: unknown): Promise<void> {
@@ -181,7 +195,7 @@ export class UsersService {
     if (!CREATE_STATUSES.includes(status))
       throw errors.invalidField('status', 'must be ACTIVATED, PENDING or LOCKED')
     const passwordHash = input.password
-      ? await this.hasher.hash(validatePassword(input.password))
+      ? await this.hasher.hash(await this.checkNewPassword(accountId, input.password))
       : null
     const now = this.clock.now().toISOString()
     const id = newId()
@@ -266,7 +280,9 @@ export class UsersService {
     const patch: repo.UserPatch = { updated_at: this.clock.now().toISOString() }
     if (changes.username !== undefined) patch.username = validateUsername(changes.username)
     if (changes.password !== undefined)
-      patch.password_hash = await this.hasher.hash(validatePassword(changes.password))
+      patch.password_hash = await this.hasher.hash(
+        await this.checkNewPassword(accountId, changes.password),
+      )
     if (changes.attributes !== undefined)
       patch.attributes = await this.#seal(accountId, id, changes.attributes)
     if (changes.status !== undefined) patch.status = changes.status
@@ -307,7 +323,7 @@ export class UsersService {
 
   async setPassword(actor: Actor, id: string, password: unknown): Promise<UserRow> {
     const accountId = actor.principal.accountId
-    const hash = await this.hasher.hash(validatePassword(password))
+    const hash = await this.hasher.hash(await this.checkNewPassword(accountId, password))
     await this.get(accountId, id)
     await this.db.transaction().execute(async (trx) => {
       await repo.update(trx, accountId, id, {
@@ -321,11 +337,17 @@ export class UsersService {
 
   /**
    * A new password ends the user's other sessions (someone who knew the old one may hold a
-   * token): every access token of the user goes, except the very one this request came with.
-   * API keys are not sessions and stay.
+   * token): every access token of the user goes, except the very one this request came with
+   * (when that is the user's own access token). API keys are not sessions and stay. The
+   * account's `session_revocation_on_password_change` (default on) can turn this off.
    */
   async #endSessions(db: Executor, actor: Actor, userId: string): Promise<void> {
     const p = actor.principal
+    const { session_revocation_on_password_change: revoke } = await this.settings.get(
+      p.accountId,
+      db,
+    )
+    if (!revoke) return
     const keep = p.kind === 'user' && p.via === 'access_token' && p.userId === userId
     await this.credentials.revokeAccessTokens(
       db,
@@ -339,7 +361,7 @@ export class UsersService {
    * An access token's requested expiry (absent or empty: the default life), checked against the
    * server-wide maximum life; 400 naming `field` beyond it.
    */
-  accessTokenExpiry(value: unknown, field: string): string | undefined {
+  accessTokenExpiry(value: unknown, field: string): RequestedExpiry | undefined {
     return this.credentials.accessTokenExpiry(value, field)
   }
 
@@ -384,7 +406,7 @@ export class UsersService {
     })
   }
 
-  async vendAccessToken(accountId: string, id: string, expiresAt?: string) {
+  async vendAccessToken(accountId: string, id: string, expiresAt?: RequestedExpiry) {
     const row = await this.#live(accountId, id)
     const accessToken = await this.credentials.issueAccessToken(this.db, accountId, id, expiresAt)
     return { row, accessToken }
