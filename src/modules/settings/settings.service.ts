@@ -100,6 +100,8 @@ export class SettingsService {
         this.clock.now().toISOString(),
       )
       const after = view(row)
+      // Audit hook point: the audit trail (issue 13, part 1) registers an `onChange` hook that
+      // records this change here, inside its transaction. None is registered yet.
       for (const hook of this.#onChange)
         await hook(trx, { accountId, principal, before, after, changed })
       return after
