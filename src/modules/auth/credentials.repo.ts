@@ -187,15 +187,17 @@ export async function deleteAccessTokens(
 }
 
 /**
- * Shortens the stored expiry of every access token of the account to at most `created_at` plus
- * `capSeconds` (one statement), so a token the cap has ended stays ended if the cap is raised
- * again later. Timestamps are ISO text: the engine's date arithmetic writes them in the same
- * form (`YYYY-MM-DDTHH:MM:SS.sssZ`), so they still compare as text. Returns how many changed.
+ * Shortens the stored expiry of every live access token of the account to at most `created_at`
+ * plus `capSeconds` (one statement), so a token the cap has ended stays ended if the cap is
+ * raised again later; tokens already expired at `now` are left alone. Timestamps are ISO text:
+ * the engine's date arithmetic writes them in the same form (`YYYY-MM-DDTHH:MM:SS.sssZ`), so
+ * they still compare as text. Returns how many changed.
  */
 export async function clampAccessTokens(
   db: Executor,
   accountId: string,
   capSeconds: number,
+  now: string,
 ): Promise<number> {
   const capped =
     db.getExecutor().adapter instanceof PostgresAdapter
@@ -206,6 +208,8 @@ export async function clampAccessTokens(
     .set({ expires_at: capped })
     .where('account_id', '=', accountId)
     .where('kind', '=', 'access_token')
+    // Tokens already expired need no shortening (and are refused whatever their row says).
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', capped)]))
     .executeTakeFirst()
   return Number(result.numUpdatedRows)

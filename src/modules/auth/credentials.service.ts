@@ -112,7 +112,7 @@ export class CredentialsService {
   async applyTokenCap(db: Executor, change: SettingsChange): Promise<void> {
     const cap = change.after.max_access_token_duration_seconds
     if (!change.changed.includes('max_access_token_duration_seconds') || cap === null) return
-    await repo.clampAccessTokens(db, change.accountId, cap)
+    await repo.clampAccessTokens(db, change.accountId, cap, this.clock.now().toISOString())
   }
 
   /** Issues the user's API key, replacing any previous one at once (one key per user). */
