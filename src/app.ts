@@ -33,6 +33,7 @@ import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
 import { searchRoutes } from './modules/search/search.routes.js'
+import { settingsRoutes } from './modules/settings/settings.routes.js'
 import { userRoutes } from './modules/users/users.routes.js'
 import { vaultRoutes } from './modules/vaults/vaults.routes.js'
 
@@ -126,6 +127,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Reset emails are sent after their request is answered: let them finish before closing.
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
+  await settingsRoutes(app, deps.settings)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app

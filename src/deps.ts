@@ -33,6 +33,7 @@ import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
 import { SearchService } from './modules/search/search.service.js'
+import { SettingsService } from './modules/settings/settings.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
@@ -67,6 +68,7 @@ export interface Deps {
   mfa: MfaService
   consent: ConsentService
   health: HealthService
+  settings: SettingsService
 }
 
 export interface DepsOptions {
@@ -137,7 +139,10 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const hasher = new PasswordHasher(options.argon2, options.hashingLimits)
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const indexer = new Indexer()
-  const credentials = new CredentialsService(db, clock, options.accessTokenMaxDays)
+  const settings = new SettingsService(db, clock)
+  const credentials = new CredentialsService(db, clock, settings, options.accessTokenMaxDays)
+  // A cap set or lowered shortens the stored tokens in the same transaction.
+  settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
   const vaults = new VaultsService(db, clock)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
@@ -168,6 +173,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     indexer,
     // Locked: a user indexed meanwhile waits for (or is seen by) a user-schema update's re-index.
     (trx, accountId) => userSchemas.current(trx, accountId, true),
+    settings,
   )
   documents = new DocumentsService(db, clock, keyring, vaults, users, schemas, indexer)
   const throttle = new LoginThrottle(db, clock, options.loginLimits)
@@ -215,6 +221,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       credentials,
       throttle,
       mfa,
+      settings,
       options.loginRefusalDelayMs,
       meter,
     ),
@@ -256,5 +263,6 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       consentOptions,
     ),
     health: new HealthService(db, options.blobStore, options.readyTimeoutMs, freeSpace),
+    settings,
   }
 }

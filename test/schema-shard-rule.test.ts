@@ -115,7 +115,7 @@ describe(`shard rule on the live schema (${testDialect})`, () => {
   })
 
   it('0012 down brings those breaks back, and up again removes them', async () => {
-    const store = await storeAt(LATEST)
+    const store = await storeAt('0012_shard_ready_keys')
     const m = await migrator(store.db)
     const down = await m.migrateDown()
     expect(down.error).toBeUndefined()

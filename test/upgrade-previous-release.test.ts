@@ -205,6 +205,23 @@ function upgradeSuite(folder: string): void {
       expect(admin.status, admin.body).toBe(200)
     })
 
+    it('reads the account settings as the defaults, through the upgraded admin group', async () => {
+      // Migration 0013: the untouched full-access group gains Account::.*::Settings.
+      const res = await call('GET', `/v1/accounts/${fixture.bootstrap.account_id}/settings`, {
+        auth: basic(fixture.bootstrap.api_key),
+      })
+      expect(res.status, res.body).toBe(200)
+      expect(res.json().settings).toEqual({
+        max_access_token_duration_seconds: null,
+        require_mfa: false,
+        password_min_length: 8,
+        session_revocation_on_password_change: true,
+      })
+      const groups = await call('GET', '/v1/groups', { auth: basic(fixture.bootstrap.api_key) })
+      const admin = groups.json().groups.find((g: { name: string }) => g.name === 'FULL_ADMIN')
+      expect(admin.policy[0].Resources).toContain('Account::.*::Settings')
+    })
+
     it('keeps the MFA enrolment: no code is refused, a fresh code logs in', async () => {
       const { username, password, secret } = fixture.mfaUser
       const without = await login({ username, password })

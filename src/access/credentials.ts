@@ -28,15 +28,22 @@ export interface CredentialResolver {
   ): Promise<{ credential: ActiveCredential; policies: string[] } | undefined>
 }
 
+/** An access-token expiry a client asked for, and the field it came in (named by a refusal). */
+export interface RequestedExpiry {
+  at: string
+  field: string
+}
+
 /** What the users feature asks: vend, end and bound a user's API key and access tokens. */
 export interface UserCredentials {
   /** A requested access-token expiry as stored, undefined for the default; 400 naming `field`. */
-  accessTokenExpiry(value: unknown, field: string): string | undefined
+  accessTokenExpiry(value: unknown, field: string): RequestedExpiry | undefined
+  /** A new access token; beyond the account's token cap, 400 naming the request's field. */
   issueAccessToken(
     db: Executor,
     accountId: string,
     userId: string,
-    expiresAt?: string,
+    requested?: RequestedExpiry,
   ): Promise<string>
   /** The user's one API key, replacing any previous one. */
   replaceApiKey(db: Executor, accountId: string, userId: string): Promise<string>

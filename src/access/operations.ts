@@ -43,6 +43,9 @@ const CATALOG = {
   'vault.update': { openapi: 'updateVault' },
   'vault.delete': { openapi: 'deleteVault' },
   'vault.list_by_account': { openapi: 'listAccountVaults' },
+  // account settings
+  'account_settings.read': { openapi: 'readAccountSettings' },
+  'account_settings.update': { openapi: 'updateAccountSettings' },
   // documents
   'document.create_v2': { openapi: 'createDocumentV2' },
   'document.create': { openapi: 'createDocument' },

@@ -144,6 +144,24 @@ describe('literal matchers', () => {
   ])
 })
 
+describe('the account settings resource `Account::<id>::Settings` (issue 13)', () => {
+  const A1 = '0190f3a0-0000-7000-8000-00000000e001'
+  const A2 = '0190f3a0-0000-7000-8000-00000000e002'
+  const settings = (id: string) => resource('Account', id, 'Settings')
+  runTable([
+    { m: `Account::${A1}::Settings`, r: settings(A1), want: true },
+    { m: `Account::${A1.toUpperCase()}::Settings`, r: settings(A1), want: true },
+    { m: 'Account::.*::Settings', r: settings(A1), want: true },
+    { m: `Account::${A2}::Settings`, r: settings(A1), want: false, why: 'another account' },
+    { m: `Account::${A1}`, r: settings(A1), want: false, why: 'the account is not its settings' },
+    { m: 'Account::.*', r: settings(A1), want: false, why: 'one token short' },
+    { m: 'Account::.*::Settings::.*', r: settings(A1), want: false, why: 'one token long' },
+    { m: 'Account::.*::settings', r: settings(A1), want: false, why: 'type names are exact' },
+    { m: 'Account::$[id=self.id]::Settings', r: settings(A1), want: false },
+    { m: 'User::.*::Settings', r: settings(A1), want: false, why: 'type differs' },
+  ])
+})
+
 describe('`.*` matches any one id token', () => {
   runTable([
     { m: 'Vault::.*', r: resource('Vault', V1), want: true },

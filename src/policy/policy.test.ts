@@ -623,6 +623,11 @@ describe('parsePolicy', () => {
       [{ Resources: ['Vault::.*', 'User::'], Activities: 'CRUD' }],
     ],
     [
+      'the account settings resource (issue 13)',
+      [{ Resources: ['Account::.*::Settings'], Activities: 'RU' }],
+      [{ Resources: ['Account::.*::Settings'], Activities: 'RU' }],
+    ],
+    [
       'Resource (singular) array',
       [{ Resource: ['Vault::.*'], Activities: 'R' }],
       [{ Resources: ['Vault::.*'], Activities: 'R' }],

@@ -277,8 +277,22 @@ export interface ConsentEventsTable {
   user_agent: string | null
 }
 
+/**
+ * An account's security settings (migration 0013); no row: every default (modules/settings).
+ * Booleans are 0/1; a null cap is no cap beyond the server's own limits.
+ */
+export interface AccountSettingsTable {
+  account_id: string
+  max_access_token_duration_seconds: number | null
+  require_mfa: number
+  password_min_length: number
+  session_revocation_on_password_change: number
+  updated_at: string
+}
+
 export interface Database {
   accounts: AccountsTable
+  account_settings: AccountSettingsTable
   bootstrap: BootstrapTable
   users: UsersTable
   credentials: CredentialsTable

@@ -17,6 +17,9 @@ import {
  * 30 s apart), plus login with an MFA code and the error types the SDK surfaces. The server runs
  * on a hand-moved clock, so "waits 30 s" is one call instead of half a minute.
  */
+/** The SDK suite's own "password" is on the common-password list every new password is checked against. */
+const PASSWORD = 'a password of its own'
+
 describe.each(TRANSPORTS)('official SDK (%s): MFA', (transport) => {
   const TrueVaultClient = sdkFor(transport)
   const clock = new ManualClock('2026-05-01T00:00:05.000Z')
@@ -36,7 +39,7 @@ describe.each(TRANSPORTS)('official SDK (%s): MFA', (transport) => {
 
   it('user mfa → works: start, finalize, log in with a code, unenroll', async () => {
     const username = uniqueName()
-    const user = await admin.createUser(username, 'password')
+    const user = await admin.createUser(username, PASSWORD)
 
     const mfa = await admin.startUserMfaEnrollment(user.id, 'js-integration-tests')
     for (const field of ['qr_code_svg', 'secret', 'uri'] as const) {
@@ -51,29 +54,29 @@ describe.each(TRANSPORTS)('official SDK (%s): MFA', (transport) => {
     expect((await admin.readUser(user.id)).mfa_enrolled).toBe(true)
 
     // Without a code the SDK sees the type TrueVault's MFA sample checks for.
-    const required = await sdkError(loginWith(username, 'password'))
+    const required = await sdkError(loginWith(username, PASSWORD))
     expectApiError(required)
     expect(required.error.type).toBe('USER.MFA_CODE_REQUIRED')
 
     clock.advance(STEP_MS)
-    const client = await loginWith(username, 'password', code())
+    const client = await loginWith(username, PASSWORD, code())
     const me = await client.readCurrentUser()
     expectUserShape(me)
     expect(me).toMatchObject({ id: user.id, mfa_enrolled: true })
     // The same code twice: refused, with the generic login failure.
-    const replay = await sdkError(loginWith(username, 'password', code()))
+    const replay = await sdkError(loginWith(username, PASSWORD, code()))
     expectApiError(replay)
     expect(replay.error.code).toBe('LOGIN_FAILED')
 
     clock.advance(STEP_MS)
-    expect(await admin.unenrollMfa(user.id, code(), 'password')).toBeUndefined()
+    expect(await admin.unenrollMfa(user.id, code(), PASSWORD)).toBeUndefined()
     expect((await admin.readUser(user.id)).mfa_enrolled).toBe(false)
-    const plain = await loginWith(username, 'password')
+    const plain = await loginWith(username, PASSWORD)
     expect((await plain.readCurrentUser(false)).mfa_enrolled).toBe(false)
   })
 
   it('surfaces the spec error types', async () => {
-    const user = await admin.createUser(uniqueName(), 'password')
+    const user = await admin.createUser(uniqueName(), PASSWORD)
     const started = await admin.startUserMfaEnrollment(user.id, 'Coffer')
     secret = started.secret
     const badFinalize = await sdkError(admin.finalizeMfaEnrollment(user.id, code(), code()))

@@ -174,10 +174,10 @@ describe.each(TRANSPORTS)('official SDK (%s): users', (transport) => {
   })
 
   it('updateUserPassword: the new password logs in, the old one does not', async () => {
-    const updated = await admin.updateUserPassword(newUser.id, 'newpassword')
+    const updated = await admin.updateUserPassword(newUser.id, 'a new passphrase 2')
     expectIdAndUsername(updated)
     expect(updated.id).toBe(newUser.id)
-    const client = await login(newUser.username, 'newpassword')
+    const client = await login(newUser.username, 'a new passphrase 2')
     expect((await client.readCurrentUser(false)).id).toBe(newUser.id)
     expectApiError(await sdkError(login(newUser.username, newUserPassword)))
   })

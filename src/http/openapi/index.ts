@@ -23,6 +23,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   messaging: 'Email and text users through SendGrid and Twilio',
   'password reset flows': 'Password reset flows and their emails',
   mfa: 'TOTP multi-factor authentication',
+  'account settings':
+    "The account's security settings: token life cap, required MFA, password rules, sessions",
   consent: 'Consumer consent records for storefronts and email-identified consumers',
 }
 

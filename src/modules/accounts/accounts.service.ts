@@ -10,7 +10,11 @@ import type { UserSchemaService } from '../schemas/user-schema.service.js'
 import type { UsersService } from '../users/users.service.js'
 import * as repo from './accounts.repo.js'
 
-/** Every resource row of the spec's access grid, with every activity. */
+/**
+ * Every resource row of the spec's access grid, with every activity, and the account's security
+ * settings (`Account::<id>::Settings`, R and U; issue 13). Migration 0013 gives the same to
+ * groups of earlier releases that still hold exactly the policy before it.
+ */
 export const FULL_ACCESS_POLICY: PolicyStatement[] = [
   {
     Resources: [
@@ -27,6 +31,7 @@ export const FULL_ACCESS_POLICY: PolicyStatement[] = [
       'Group::.*::GroupMembership::.*',
       'PasswordResetFlow::.*',
       'PasswordResetFlow::.*::Email::.*',
+      'Account::.*::Settings',
     ],
     Activities: 'CRUD',
   },

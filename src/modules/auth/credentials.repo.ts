@@ -1,3 +1,4 @@
+import { PostgresAdapter, sql } from 'kysely'
 import type { ActiveCredential } from '../../access/credentials.js'
 import { addDigest, removeDigests, routeByDigest } from '../../store/credential-directory.repo.js'
 import type { Executor } from '../../store/executor.js'
@@ -5,16 +6,43 @@ import { precompiled } from '../../store/precompiled.js'
 
 export type StoredCredentialKind = ActiveCredential['kind']
 
+/** A credential row as read, with what the account's access-token cap needs. */
+interface CredentialRead extends ActiveCredential {
+  created_at: string
+  /** The account's `max_access_token_duration_seconds` (null: no cap, or no settings row). */
+  token_cap: number | null
+}
+
+/**
+ * Whether the account's current cap still lets this credential act: an access token works only
+ * while now < created_at + cap (its own expiry is checked by the query). API keys have no cap.
+ */
+function withinTokenCap(row: CredentialRead, now: string): boolean {
+  if (row.kind !== 'access_token' || row.token_cap === null) return true
+  return Date.parse(row.created_at) + Number(row.token_cap) * 1000 > Date.parse(now)
+}
+
+function active(row: CredentialRead): ActiveCredential {
+  const { created_at: _created, token_cap: _cap, ...credential } = row
+  return credential
+}
+
 /** Credentials of users whose status still lets them act (LOCKED and DEACTIVATED cannot). */
 const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 
-/** The account's unexpired credential with this digest, joined to its user if the user may act. */
+/**
+ * The account's unexpired credential with this digest, joined to its user if the user may act,
+ * and to the account's settings row (if any) for the access-token cap: the cap is read in this
+ * one query, so a lowered cap holds at once on every node with no cache to invalidate. (It reads
+ * the settings table directly for that reason, as the policy query below reads the groups'.)
+ */
 const usableCredential = (db: Executor, accountId: string, digest: string, now: string) =>
   db
     .selectFrom('credentials as c')
     .innerJoin('users as u', (j) =>
       j.onRef('u.account_id', '=', 'c.account_id').onRef('u.id', '=', 'c.user_id'),
     )
+    .leftJoin('account_settings as s', 's.account_id', 'c.account_id')
     .select([
       'c.digest',
       'c.account_id',
@@ -24,6 +52,8 @@ const usableCredential = (db: Executor, accountId: string, digest: string, now: 
       'u.status',
       'u.attributes',
       'u.mfa_enrolled',
+      'c.created_at',
+      's.max_access_token_duration_seconds as token_cap',
     ])
     .where('c.account_id', '=', accountId)
     .where('c.digest', '=', digest)
@@ -43,8 +73,8 @@ export async function findUsable(
   now: string,
 ): Promise<ActiveCredential | undefined> {
   return routeByDigest(db, digest, async (accountId) => {
-    const [row] = await findUsableQuery(db, accountId, digest, now)
-    return row as ActiveCredential | undefined
+    const [row] = (await findUsableQuery(db, accountId, digest, now)) as CredentialRead[]
+    return row && withinTokenCap(row, now) ? active(row) : undefined
   })
 }
 
@@ -75,8 +105,9 @@ export async function findUsableWithPolicies(
     const [first] = rows
     if (!first) return undefined
     const { policy: _policy, ...credential } = first
+    if (!withinTokenCap(credential as CredentialRead, now)) return undefined
     const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
-    return { credential: credential as ActiveCredential, policies }
+    return { credential: active(credential as CredentialRead), policies }
   })
 }
 
@@ -142,4 +173,33 @@ export async function deleteAccessTokens(
     .where('kind', '=', 'access_token')
   if (keepDigest !== undefined) q = q.where('digest', '!=', keepDigest)
   return deleteAndForget(db, q)
+}
+
+/**
+ * Shortens the stored expiry of every live access token of the account to at most `created_at`
+ * plus `capSeconds` (one statement), so a token the cap has ended stays ended if the cap is
+ * raised again later; tokens already expired at `now` are left alone. Timestamps are ISO text:
+ * the engine's date arithmetic writes them in the same form (`YYYY-MM-DDTHH:MM:SS.sssZ`), so
+ * they still compare as text. Returns how many changed.
+ */
+export async function clampAccessTokens(
+  db: Executor,
+  accountId: string,
+  capSeconds: number,
+  now: string,
+): Promise<number> {
+  const capped =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? sql<string>`to_char((created_at::timestamptz + make_interval(secs => ${capSeconds}::double precision)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+      : sql<string>`strftime('%Y-%m-%dT%H:%M:%fZ', created_at, '+' || ${capSeconds} || ' seconds')`
+  const result = await db
+    .updateTable('credentials')
+    .set({ expires_at: capped })
+    .where('account_id', '=', accountId)
+    .where('kind', '=', 'access_token')
+    // Tokens already expired need no shortening (and are refused whatever their row says).
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', capped)]))
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
 }

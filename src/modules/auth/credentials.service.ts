@@ -1,6 +1,7 @@
 import type {
   ActiveCredential,
   CredentialResolver,
+  RequestedExpiry,
   UserCredentials,
 } from '../../access/credentials.js'
 import { digestSecret, randomCredential } from '../../crypto/secrets.js'
@@ -8,6 +9,7 @@ import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
+import type { SettingsChange } from '../settings/settings.service.js'
 import * as repo from './credentials.repo.js'
 
 /** Default access-token life (spec, Limits). */
@@ -15,6 +17,12 @@ export const ACCESS_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 /** Default server-wide maximum access-token life (`COFFER_ACCESS_TOKEN_MAX_DAYS`). */
 export const DEFAULT_ACCESS_TOKEN_MAX_DAYS = 30
 const DAY_MS = 24 * 60 * 60 * 1000
+
+/** A requested access-token expiry (normalized ISO text) and the field it came in. */
+/** The account's cap on access-token life, in seconds (null: none): modules/settings. */
+export interface TokenCapSource {
+  tokenCapSeconds(accountId: string, db: Executor): Promise<number | null>
+}
 
 /**
  * API keys and access tokens: 216 random bits in 36 characters (`randomCredential`: the length
@@ -27,6 +35,8 @@ export class CredentialsService implements CredentialResolver, UserCredentials {
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
+    /** The account's own cap (account settings), read where each token is issued. */
+    private readonly caps: TokenCapSource,
     /** Longest life a requested access token may have, in days (never below the 24 h default). */
     private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
   ) {}
@@ -44,41 +54,65 @@ export class CredentialsService implements CredentialResolver, UserCredentials {
     )
   }
 
-  defaultExpiry(): string {
-    return new Date(this.clock.now().getTime() + ACCESS_TOKEN_TTL_MS).toISOString()
-  }
-
   /**
    * A requested access-token expiry as stored (normalized ISO text), or undefined for the default
-   * life. A session must end: beyond the maximum life, 400 naming `field`. Every route that
-   * issues an access token (login, user create and update, the token route) reads it here.
+   * life. A session must end: beyond the server's maximum life, 400 naming `field`. Every route
+   * that issues an access token (login, user create and update, the token route) reads it here;
+   * the account's own cap is checked where the token is issued (`issueAccessToken`).
    */
-  accessTokenExpiry(value: unknown, field: string): string | undefined {
+  accessTokenExpiry(value: unknown, field: string): RequestedExpiry | undefined {
     if (value === undefined || value === '') return undefined
     const now = this.clock.now()
     const iso = parseFutureTime(value, field, now)
     if (Date.parse(iso) - now.getTime() > this.maxTokenDays * DAY_MS)
       throw errors.invalidField(field, `must be at most ${this.maxTokenDays} days from now`)
-    return iso
+    return { at: iso, field }
   }
 
-  /** Issues a new access token; `expiresAt` defaults to 24 hours from now. */
+  /**
+   * Issues a new access token. Its life is the requested one or 24 hours, and never longer than
+   * the account's `max_access_token_duration_seconds`: a requested expiry beyond the cap is a
+   * 400 naming its field, the default life is shortened to the cap. Every access token of every
+   * flow is issued here (login, user create and update, the token route).
+   */
   async issueAccessToken(
     db: Executor,
     accountId: string,
     userId: string,
-    expiresAt?: string,
+    requested?: RequestedExpiry,
   ): Promise<string> {
+    const now = this.clock.now()
+    const cap = await this.caps.tokenCapSeconds(accountId, db)
+    const capMs = cap === null ? Number.POSITIVE_INFINITY : cap * 1000
+    if (requested && Date.parse(requested.at) - now.getTime() > capMs)
+      throw errors.invalidField(
+        requested.field,
+        `must be at most ${cap} seconds from now (the account's max_access_token_duration_seconds)`,
+      )
+    const expiresAt =
+      requested?.at ?? new Date(now.getTime() + Math.min(ACCESS_TOKEN_TTL_MS, capMs)).toISOString()
     const token = randomCredential()
     await repo.insert(db, {
       digest: digestSecret(token),
       account_id: accountId,
       user_id: userId,
       kind: 'access_token',
-      expires_at: expiresAt ?? this.defaultExpiry(),
-      created_at: this.clock.now().toISOString(),
+      expires_at: expiresAt,
+      created_at: now.toISOString(),
     })
     return token
+  }
+
+  /**
+   * A settings change that sets a cap (settings hook, in its transaction): every stored access
+   * token of the account is shortened to it, so the tokens it ends stay ended should the cap be
+   * raised or removed later. (Resolution checks the current cap too: a token issued while the
+   * change commits is held to it all the same.)
+   */
+  async applyTokenCap(db: Executor, change: SettingsChange): Promise<void> {
+    const cap = change.after.max_access_token_duration_seconds
+    if (!change.changed.includes('max_access_token_duration_seconds') || cap === null) return
+    await repo.clampAccessTokens(db, change.accountId, cap, this.clock.now().toISOString())
   }
 
   /** Issues the user's API key, replacing any previous one at once (one key per user). */

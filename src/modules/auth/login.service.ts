@@ -6,6 +6,7 @@ import { type Meter, noopMeter } from '../../metrics/meter.js'
 import type { Executor } from '../../store/executor.js'
 import { mfaErrors } from '../mfa/mfa.errors.js'
 import type { LoginCodeCheck } from '../mfa/mfa.service.js'
+import type { SettingsService } from '../settings/settings.service.js'
 import type { UserRow, UsersService } from '../users/users.service.js'
 import type { CredentialsService } from './credentials.service.js'
 import type { LoginThrottle } from './login-throttle.js'
@@ -44,6 +45,8 @@ export class LoginService {
     private readonly credentials: CredentialsService,
     private readonly throttle: LoginThrottle,
     private readonly mfa: LoginMfa,
+    /** The account's `require_mfa` (and, through `credentials`, its token cap). */
+    private readonly settings: Pick<SettingsService, 'get'>,
     /**
      * How long a login refused by a limit (429) or a full hashing queue (503) waits before it is
      * answered. A flood client waits for each answer before sending again: answered at once, a
@@ -68,7 +71,7 @@ export class LoginService {
   #count(error: unknown): void {
     if (!(error instanceof AppError)) return
     if (error.code === 'LOGIN_FAILED') this.meter.count('login_failures', { reason: 'credentials' })
-    else if (error.code === 'MFA_CODE_REQUIRED')
+    else if (error.code === 'MFA_CODE_REQUIRED' || error.code === 'MFA_ENROLLMENT_REQUIRED')
       this.meter.count('login_failures', { reason: 'mfa_required' })
     else if (error.statusCode === 429) this.meter.count('login_throttled', { reason: 'limit' })
     else if (error.statusCode === 503) this.meter.count('login_throttled', { reason: 'busy' })
@@ -109,6 +112,10 @@ export class LoginService {
         if (!valid || mfa !== 'ok') await fail(errors.loginFailed())
       } else if (!user || !valid) {
         await fail(errors.loginFailed())
+      } else if ((await this.settings.get(user.account_id)).require_mfa) {
+        // Only someone who knows the password learns it, as for a missing code; the attempt
+        // counts as a failure, so it cannot be repeated without limit.
+        await fail(mfaErrors.enrollmentRequired())
       }
       const found = user as UserRow
       const accessToken = await this.credentials.issueAccessToken(
@@ -121,7 +128,8 @@ export class LoginService {
       await this.throttle.recordSuccess(attempt, found.id)
       return { user: found, accessToken }
     } catch (error) {
-      // No verdict (the hashing queue was full, the database failed): the attempt never
+      // No verdict (the hashing queue was full, the database failed, or a right password came
+      // with a not_valid_after beyond the account's token cap: a 400): the attempt never
       // happened, and must neither stay in flight nor count as a failure.
       if (!settled) await this.throttle.abandon(attempt)
       throw error

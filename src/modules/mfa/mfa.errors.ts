@@ -13,6 +13,19 @@ export const mfaErrors = {
       'MFA_CODE_REQUIRED',
       'This user has MFA enrolled: log in with mfa_code',
     ),
+  /**
+   * The account requires MFA (its `require_mfa` setting) and this user has none: told only after
+   * the right password, as `codeRequired` is. 403: the caller proved who they are, and the
+   * account's rule still refuses them until an administrator (or their own API key) enrolls
+   * them (POST /v1/users/{id}/mfa/start_enrollment, then finalize_enrollment).
+   */
+  enrollmentRequired: () =>
+    new AppError(
+      403,
+      'USER.MFA_ENROLLMENT_REQUIRED',
+      'MFA_ENROLLMENT_REQUIRED',
+      'This account requires MFA and this user has none enrolled: ask an administrator to enroll MFA for the user, then log in with mfa_code',
+    ),
   alreadyEnrolled: () =>
     new AppError(
       400,

@@ -14,6 +14,9 @@ export interface SatWithCreator extends SatRow {
    */
   session_expires_at: string | null
   session_found: string | null
+  /** That access token's creation, and the account's cap on access-token life (null: none). */
+  session_created_at: string | null
+  session_token_cap: number | null
 }
 
 /** Which SATs a caller manages: a user, those made for them; a SAT, those it minted itself. */
@@ -57,9 +60,12 @@ async function findWithCreator(
           .onRef('c.user_id', '=', 's.creator_id')
           .on('c.kind', '=', 'access_token'),
       )
+      // The account's cap on access-token life holds the session's SATs to it too.
+      .leftJoin('account_settings as a', 'a.account_id', 's.account_id')
       .selectAll('s')
       .select(['u.status as creator_status', 'c.expires_at as session_expires_at'])
-      .select('c.digest as session_found')
+      .select(['c.digest as session_found', 'c.created_at as session_created_at'])
+      .select('a.max_access_token_duration_seconds as session_token_cap')
       .where('s.account_id', '=', accountId)
       .where('s.id', '=', id)
       .executeTakeFirst()

@@ -327,12 +327,17 @@ function isLive(row: repo.SatRow, now: string): boolean {
 
 /**
  * A SAT minted through a session works only while that access token does: a password change,
- * a reset, logout or logout_all (which delete it) or its expiry end the SAT too, so a stolen
- * session cannot mint itself a credential that outlives it (security review, finding 7).
+ * a reset, logout or logout_all (which delete it), its expiry or the account's cap on
+ * access-token life end the SAT too, so a stolen session cannot mint itself a credential that
+ * outlives it (security review, finding 7).
  */
 function sessionLive(row: repo.SatWithCreator, now: string): boolean {
   if (row.session_digest === null) return true
   if (row.session_found === null) return false
+  if (row.session_token_cap !== null && row.session_created_at !== null) {
+    const end = Date.parse(row.session_created_at) + Number(row.session_token_cap) * 1000
+    if (end <= Date.parse(now)) return false
+  }
   return row.session_expires_at === null || row.session_expires_at > now
 }
 

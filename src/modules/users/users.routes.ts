@@ -49,13 +49,19 @@ const onPassword = (req: FastifyRequest): Requirement =>
         ],
       }
 /**
- * A password's rules, checked before the request is let through, so a too-short password does
- * not spend a single-use credential (a password reset token) on a 400.
+ * A password's rules (the server's and the account's), checked before the request is let
+ * through, so a too-short or common password does not spend a single-use credential (a password
+ * reset token) on a 400. The caller's credential was read in onRequest: its account is known.
  */
-async function checkPasswordEarly(req: FastifyRequest): Promise<void> {
-  const password = (req.body as { password?: unknown } | undefined)?.password
-  if (password !== undefined) validatePassword(password)
-}
+const checkPasswordEarly =
+  (users: UsersService) =>
+  async (req: FastifyRequest): Promise<void> => {
+    const password = (req.body as { password?: unknown } | undefined)?.password
+    if (password === undefined) return
+    const accountId = req.principal?.accountId
+    if (accountId === undefined) validatePassword(password)
+    else await users.checkNewPassword(accountId, password)
+  }
 
 /**
  * The SDK's `updateUserPassword` sends the password alone to the general update: that needs only
@@ -303,7 +309,7 @@ export async function userRoutes(
         operation: 'user.update',
         access: { policy: onUserUpdate },
       },
-      preValidation: checkPasswordEarly,
+      preValidation: checkPasswordEarly(users),
     },
     async (req) => {
       const b = req.body
@@ -342,7 +348,7 @@ export async function userRoutes(
         operation: 'user.update_password',
         access: { policy: onPassword },
       },
-      preValidation: checkPasswordEarly,
+      preValidation: checkPasswordEarly(users),
     },
     async (req) => {
       const row = await users.setPassword(req.actor, param(req), req.body.password)

@@ -1,4 +1,4 @@
-import type { UserCredentials } from '../../access/credentials.js'
+import type { RequestedExpiry, UserCredentials } from '../../access/credentials.js'
 import type { Actor } from '../../access/principal.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
@@ -13,6 +13,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.
 import type { Executor } from '../../store/executor.js'
 import type { GroupsService } from '../groups/groups.service.js'
 import type { UserSchema } from '../schemas/user-schema.service.js'
+import type { SettingsService } from '../settings/settings.service.js'
 import type { UserRow } from './users.repo.js'
 import * as repo from './users.repo.js'
 
@@ -38,7 +39,7 @@ export interface NewUser {
    * Vend the new user's API key and access token (with this expiry, normalized ISO text) in the
    * answer; absent for a registration through a SAT, which never holds a user's credentials.
    */
-  credentials?: { tokenExpiresAt?: string | undefined } | undefined
+  credentials?: { tokenExpiresAt?: RequestedExpiry | undefined } | undefined
 }
 
 export interface UserChanges {
@@ -47,7 +48,7 @@ export interface UserChanges {
   attributes?: unknown
   status?: string
   /** Vend a new access token with this expiry (undefined: default lifetime). */
-  newAccessToken?: { expiresAt?: string | undefined }
+  newAccessToken?: { expiresAt?: RequestedExpiry | undefined }
 }
 
 export function validateUsername(value: unknown): string {
@@ -106,7 +107,20 @@ export class UsersService {
       db: Executor,
       accountId: string,
     ) => Promise<UserSchema | undefined>,
+    /** The account's password rules and session revocation (account settings). */
+    private readonly settings: SettingsService,
   ) {}
+
+  /**
+   * A new password's rules, wherever one is set (create, update, set, reset): the server's bounds
+   * (`validatePassword`), then the account's minimum length and the common-password list.
+   * Existing passwords are never checked again: only new ones. 400 naming `password`.
+   */
+  async checkNewPassword(accountId: string, value: unknown): Promise<string> {
+    const password = validatePassword(value)
+    await this.settings.checkNewPassword(accountId, password)
+    return password
+  }
 
   /** Index rows of the user under the account's user schema, in the caller's transaction. */
   async #index(db: Executor, row: UserRow, attributes: unknown): Promise<void> {
@@ -184,7 +198,7 @@ export class UsersService {
     if (!CREATE_STATUSES.includes(status))
       throw errors.invalidField('status', 'must be ACTIVATED, PENDING or LOCKED')
     const passwordHash = input.password
-      ? await this.hasher.hash(validatePassword(input.password))
+      ? await this.hasher.hash(await this.checkNewPassword(accountId, input.password))
       : null
     const now = this.clock.now().toISOString()
     const id = newId()
@@ -269,7 +283,9 @@ export class UsersService {
     const patch: repo.UserPatch = { updated_at: this.clock.now().toISOString() }
     if (changes.username !== undefined) patch.username = validateUsername(changes.username)
     if (changes.password !== undefined)
-      patch.password_hash = await this.hasher.hash(validatePassword(changes.password))
+      patch.password_hash = await this.hasher.hash(
+        await this.checkNewPassword(accountId, changes.password),
+      )
     if (changes.attributes !== undefined)
       patch.attributes = await this.#seal(accountId, id, changes.attributes)
     if (changes.status !== undefined) patch.status = changes.status
@@ -310,7 +326,7 @@ export class UsersService {
 
   async setPassword(actor: Actor, id: string, password: unknown): Promise<UserRow> {
     const accountId = actor.principal.accountId
-    const hash = await this.hasher.hash(validatePassword(password))
+    const hash = await this.hasher.hash(await this.checkNewPassword(accountId, password))
     await this.get(accountId, id)
     await this.db.transaction().execute(async (trx) => {
       await repo.update(trx, accountId, id, {
@@ -324,11 +340,17 @@ export class UsersService {
 
   /**
    * A new password ends the user's other sessions (someone who knew the old one may hold a
-   * token): every access token of the user goes, except the very one this request came with.
-   * API keys are not sessions and stay.
+   * token): every access token of the user goes, except the very one this request came with
+   * (when that is the user's own access token). API keys are not sessions and stay. The
+   * account's `session_revocation_on_password_change` (default on) can turn this off.
    */
   async #endSessions(db: Executor, actor: Actor, userId: string): Promise<void> {
     const p = actor.principal
+    const { session_revocation_on_password_change: revoke } = await this.settings.get(
+      p.accountId,
+      db,
+    )
+    if (!revoke) return
     const keep = p.kind === 'user' && p.via === 'access_token' && p.userId === userId
     await this.credentials.revokeAccessTokens(
       db,
@@ -342,7 +364,7 @@ export class UsersService {
    * An access token's requested expiry (absent or empty: the default life), checked against the
    * server-wide maximum life; 400 naming `field` beyond it.
    */
-  accessTokenExpiry(value: unknown, field: string): string | undefined {
+  accessTokenExpiry(value: unknown, field: string): RequestedExpiry | undefined {
     return this.credentials.accessTokenExpiry(value, field)
   }
 
@@ -387,7 +409,7 @@ export class UsersService {
     })
   }
 
-  async vendAccessToken(accountId: string, id: string, expiresAt?: string) {
+  async vendAccessToken(accountId: string, id: string, expiresAt?: RequestedExpiry) {
     const row = await this.#live(accountId, id)
     const accessToken = await this.credentials.issueAccessToken(this.db, accountId, id, expiresAt)
     return { row, accessToken }

@@ -11,6 +11,7 @@ import * as m0009 from './0009_sat_session.js'
 import * as m0010 from './0010_bootstrap.js'
 import * as m0011 from './0011_login_in_flight.js'
 import * as m0012 from './0012_shard_ready_keys.js'
+import * as m0013 from './0013_account_settings.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010_bootstrap': m0010,
   '0011_login_in_flight': m0011,
   '0012_shard_ready_keys': m0012,
+  '0013_account_settings': m0013,
 }

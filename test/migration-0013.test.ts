@@ -1,0 +1,92 @@
+import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FULL_ACCESS_POLICY } from '../src/modules/accounts/accounts.service.js'
+import type { Store } from '../src/store/db.js'
+import { migrations } from '../src/store/migrations/index.js'
+import type { Database } from '../src/store/schema.js'
+import { openTestStore, testDialect } from './helpers/store.js'
+
+/**
+ * Migration 0013 (account settings): a group still holding, byte for byte, the full-access policy
+ * every bootstrap admin group had gains `Account::.*::Settings` — exactly the policy new accounts
+ * get; a group an administrator edited is left as it is. Down undoes both steps.
+ */
+const BEFORE = FULL_ACCESS_POLICY.map((s) => ({
+  ...s,
+  Resources: s.Resources.filter((r) => r !== 'Account::.*::Settings'),
+}))
+const EDITED = [{ ...BEFORE[0], Activities: 'R' }]
+const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc01'
+
+let store: Store
+let migrator: Migrator
+
+async function migratorOf(db: Kysely<Database>): Promise<Migrator> {
+  const schema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
+      : undefined
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  })
+}
+
+const policyOf = async (id: string) =>
+  JSON.parse(
+    (
+      await store.db
+        .selectFrom('groups')
+        .select('policy')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow()
+    ).policy,
+  )
+
+beforeAll(async () => {
+  store = await openTestStore()
+  migrator = await migratorOf(store.db)
+  const down = await migrator.migrateTo('0012_shard_ready_keys')
+  if (down.error) throw down.error
+  const at = '2030-01-01T00:00:00.000Z'
+  await store.db.insertInto('accounts').values({ id: ACCOUNT, created_at: at }).execute()
+  for (const [id, name, policy] of [
+    ['0190f3a0-0000-7000-8000-00000000a0a1', 'FULL_ADMIN', BEFORE],
+    ['0190f3a0-0000-7000-8000-00000000a0a2', 'edited admin', EDITED],
+    ['0190f3a0-0000-7000-8000-00000000a0a3', 'copy of the admin', BEFORE],
+  ] as const)
+    await store.db
+      .insertInto('groups')
+      .values({
+        account_id: ACCOUNT,
+        id,
+        name,
+        policy: JSON.stringify(policy),
+        created_at: at,
+        updated_at: at,
+      })
+      .execute()
+})
+afterAll(() => store.close())
+
+describe(`migration 0013 (${testDialect})`, () => {
+  it('gives untouched full-access groups the settings grant, new accounts’ policy exactly', async () => {
+    const up = await migrator.migrateToLatest()
+    expect(up.error).toBeUndefined()
+    expect(await policyOf('0190f3a0-0000-7000-8000-00000000a0a1')).toEqual(FULL_ACCESS_POLICY)
+    expect(await policyOf('0190f3a0-0000-7000-8000-00000000a0a3')).toEqual(FULL_ACCESS_POLICY)
+    expect(await policyOf('0190f3a0-0000-7000-8000-00000000a0a2')).toEqual(EDITED)
+    const rows = await store.db.selectFrom('account_settings').selectAll().execute()
+    expect(rows).toEqual([])
+  })
+
+  it('down takes the grant back and drops the table', async () => {
+    const down = await migrator.migrateTo('0012_shard_ready_keys')
+    expect(down.error).toBeUndefined()
+    expect(await policyOf('0190f3a0-0000-7000-8000-00000000a0a1')).toEqual(BEFORE)
+    expect(await policyOf('0190f3a0-0000-7000-8000-00000000a0a2')).toEqual(EDITED)
+    const up = await migrator.migrateToLatest()
+    expect(up.error).toBeUndefined()
+  })
+})
