@@ -73,8 +73,9 @@ function certificate(setting: string, file: string, pem: Buffer): X509Certificat
 function privateKey(setting: string, file: string, pem: Buffer): KeyObject {
   try {
     return createPrivateKey(pem)
-  } catch (error) {
-    const encrypted = (error as { code?: string }).code === 'ERR_MISSING_PASSPHRASE'
+  } catch {
+    // PKCS#8 (`ENCRYPTED PRIVATE KEY`) or traditional (`Proc-Type: 4,ENCRYPTED`): no prompt.
+    const encrypted = /ENCRYPTED/.test(pem.toString('latin1'))
     throw new TlsMaterialError(
       encrypted
         ? `${setting} (${file}) holds an encrypted private key: give it unencrypted (mode 0600)`
