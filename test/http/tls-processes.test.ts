@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process'
 import { copyFileSync, mkdtempSync } from 'node:fs'
 import https from 'node:https'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TEST_CONSENT_SECRET } from '../helpers/consent.js'
+import { dockerStages, healthcheckCommand, read } from '../helpers/deploy-recipe.js'
 import {
   bootstrapCredentials,
   type ServerProcess,
@@ -30,6 +33,7 @@ import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
  */
 
 const portOf = (url: string) => Number(new URL(url).port)
+const execFileAsync = promisify(execFile)
 
 describe(`coffer serve over TLS (${testDialect})`, () => {
   let db: SharedDatabase
@@ -178,6 +182,24 @@ describe(`coffer serve: SIGHUP reloads the TLS pair (${testDialect})`, () => {
     expect(ready.status).toBe(200)
     expect(server.output()).not.toMatch(/PRIVATE KEY/)
   }, 60_000)
+
+  it('the image’s HEALTHCHECK probes a TLS listener over HTTPS', async () => {
+    const image = dockerStages(read('Dockerfile')).at(-1)?.instructions ?? []
+    const [binary, ...args] = healthcheckCommand(image)
+    expect(binary).toBe('node')
+    const probe = async (env: Record<string, string>) => {
+      try {
+        await execFileAsync(process.execPath, args, { env: { PATH: process.env.PATH, ...env } })
+        return 0
+      } catch (e) {
+        return (e as { code?: number }).code
+      }
+    }
+    const port = String(portOf(server.url))
+    expect(await probe({ COFFER_PORT: port, COFFER_TLS_CERT_FILE: files.cert })).toBe(0)
+    // Plain HTTP to the TLS port is not an answer: unhealthy.
+    expect(await probe({ COFFER_PORT: port })).toBe(1)
+  }, 30_000)
 })
 
 describe(`coffer serve over TLS: graceful shutdown with HTTP/2 sessions (${testDialect})`, () => {
