@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto'
 import http from 'node:http'
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2'
 import https from 'node:https'
+import { Readable } from 'node:stream'
 import tls, { type ConnectionOptions, type TLSSocket } from 'node:tls'
 import type { TestPki } from './tls-pki.js'
 
@@ -101,11 +102,18 @@ export async function h2Connect(
   return session
 }
 
-/** One request on an HTTP/2 session. */
+/**
+ * One request on an HTTP/2 session. A large body is best given as a stream: written whole, a
+ * buffer over the session's memory bound (10 MB) makes the client reset its own stream.
+ */
 export function h2Request(
   session: ClientHttp2Session,
   path: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  options: {
+    method?: string
+    headers?: Record<string, string>
+    body?: string | Buffer | Readable
+  } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const stream = session.request({
@@ -123,7 +131,8 @@ export function h2Request(
     stream.on('end', () =>
       resolve({ status: Number(headers[':status']), headers, body: Buffer.concat(chunks) }),
     )
-    stream.end(options.body)
+    if (options.body instanceof Readable) options.body.pipe(stream)
+    else stream.end(options.body)
   })
 }
 

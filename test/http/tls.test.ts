@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ClientAuthMode, TlsPairFiles } from '../../src/config-tls.js'
 import { loadTlsMaterial } from '../../src/http/tls-material.js'
-import { bytes, multipart, sha256 } from '../helpers/blob-harness.js'
+import { MAX_BLOB_BYTES } from '../../src/modules/blobs/blobs.service.js'
+import { bytes, generated, multipart, sha256 } from '../helpers/blob-harness.js'
 import {
   buildConsentTestApp,
   CONSENT,
@@ -166,6 +168,35 @@ describe('main API over TLS', () => {
       })
       expect(back.headers['content-type']).toBe('image/png')
       expect(sha256(back.body)).toBe(sha256(file))
+    } finally {
+      session.close()
+    }
+  })
+
+  it('refuses a BLOB over the limit over HTTP/2 with 413; the session stays usable', async () => {
+    const session = await h2Connect(pki, server.url)
+    try {
+      const vault = await h2Request(session, '/v1/vaults', {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `name=h2-limit-${Date.now()}`,
+      })
+      const path = `/v1/vaults/${json(vault).vault.id}/blobs?filename=big.bin`
+      const headers = { authorization: auth, 'content-type': 'application/octet-stream' }
+      const size = MAX_BLOB_BYTES + 1
+      // Declared too large: refused before the body is read. Undeclared: at the byte past it.
+      for (const declared of [true, false]) {
+        const refused = await h2Request(session, path, {
+          method: 'POST',
+          headers: declared ? { ...headers, 'content-length': String(size) } : headers,
+          body: Readable.from(generated(size)),
+        })
+        expect(refused.status, String(declared)).toBe(413)
+        expect(json(refused).error.code).toBe('PAYLOAD_TOO_LARGE')
+        expect(refused.headers.connection).toBeUndefined()
+      }
+      const me = await h2Request(session, '/v1/auth/me', { headers: { authorization: auth } })
+      expect(me.status).toBe(200)
     } finally {
       session.close()
     }
