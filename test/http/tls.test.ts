@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ClientAuthMode, TlsPairFiles } from '../../src/config-tls.js'
 import { loadTlsMaterial } from '../../src/http/tls-material.js'
+import { Metrics } from '../../src/metrics/prometheus.js'
 import { MAX_BLOB_BYTES } from '../../src/modules/blobs/blobs.service.js'
 import { bytes, generated, multipart, sha256 } from '../helpers/blob-harness.js'
 import {
@@ -250,6 +251,35 @@ describe('main API over TLS', () => {
     for (const path of ['/no/such/route', '/openapi.json', '/healthz', '/v1/vaults/%E0%A4%A']) {
       const res = await httpsRequest(pki, `${server.url}${path}`)
       expect(res.headers['strict-transport-security'], path).toBe(YEAR)
+    }
+  })
+})
+
+describe('request metrics over HTTP/2', () => {
+  it('counts HTTP/2 requests and the in-flight gauge comes back down', async () => {
+    const token = 'metrics-token-0123456789abcdef-0123456789'
+    const server = await startTestServer({
+      tls: await materialOf(pki.leaf),
+      metrics: { metrics: new Metrics(), serve: true, token },
+    })
+    const session = await h2Connect(pki, server.url)
+    try {
+      for (let i = 0; i < 3; i++) expect((await h2Request(session, '/healthz')).status).toBe(200)
+      // A stream the client resets before its answer: still counted out of flight.
+      const reset = session.request({ ':path': '/readyz' })
+      reset.close()
+      await new Promise((r) => reset.once('close', r))
+      const scrape = await h2Request(session, '/metrics', {
+        headers: { authorization: `Bearer ${token}` },
+      })
+      const lines = text(scrape).split('\n')
+      expect(lines).toContain(
+        'coffer_http_requests_total{listener="api",method="GET",route="/healthz",status="200"} 3',
+      )
+      expect(lines).toContain('coffer_http_requests_in_flight{listener="api"} 1')
+    } finally {
+      session.close()
+      await server.close()
     }
   })
 })
