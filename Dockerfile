@@ -56,9 +56,11 @@ USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8080 8081
 # Readiness of this node (database, migrations, BLOB store), without curl in the image: node's
-# own fetch. The consent listener answers /readyz too, for a node that serves only that one.
+# own http(s) module. The consent listener answers /readyz too, for a node that serves only that
+# one. A listener with native TLS is probed over HTTPS; its certificate names the public host,
+# not 127.0.0.1, so this local probe does not verify it (it asks for readiness, sends nothing).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "const e=process.env,p=e.COFFER_SERVE==='consent'?e.COFFER_CONSENT_PORT:e.COFFER_PORT;fetch(`http://127.0.0.1:${p}/readyz`,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const e=process.env,c=e.COFFER_SERVE==='consent',p=c?e.COFFER_CONSENT_PORT:e.COFFER_PORT,s=(c?e.COFFER_CONSENT_TLS_CERT_FILE||e.COFFER_TLS_CERT_FILE:e.COFFER_TLS_CERT_FILE)?'https':'http';require(s).get(`${s}://127.0.0.1:${p}/readyz`,{rejectUnauthorized:false,timeout:4000},r=>process.exit(r.statusCode===200?0:1)).on('timeout',()=>process.exit(1)).on('error',()=>process.exit(1))"]
 # Graceful shutdown: /readyz turns 503, COFFER_SHUTDOWN_DELAY_MS, then COFFER_SHUTDOWN_GRACE_MS.
 # Give the container a stop timeout longer than both together (plus 5 s).
 STOPSIGNAL SIGTERM

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { TrustProxy } from './config.js'
+import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
@@ -10,6 +11,7 @@ import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
 import { API_CORS, addCors } from './http/cors.js'
 import { frameworkErrorHandler, registerErrorHandling } from './http/errors.js'
 import { addFreeSpaceGuard } from './http/free-space-guard.js'
+import { addHsts } from './http/hsts.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
@@ -21,6 +23,8 @@ import {
 } from './http/request-deadline.js'
 import { ErrorEnvelope } from './http/schemas.js'
 import { addShutdownGate } from './http/shutdown.js'
+import type { TlsMaterial } from './http/tls-material.js'
+import { fastifyTlsOptions, prepareTlsServer } from './http/tls-server.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
@@ -49,6 +53,10 @@ export interface AppOptions {
   deadlines?: RequestDeadlines
   /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
   metrics?: AppMetrics
+  /** Native TLS (HTTPS and HTTP/2 by ALPN, http/tls-server.ts); default plain HTTP. */
+  tls?: TlsMaterial
+  /** HSTS max-age on answers over TLS (COFFER_HSTS_MAX_AGE_SECONDS); default one year. */
+  hstsMaxAgeSeconds?: number
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -68,7 +76,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // Requests that reach a closing app get our envelope 503 (http/shutdown.ts), not Fastify's.
     return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
-  })
+    // Typed as an HTTP/1 app whatever the server: routes and hooks see the same request API.
+    ...(options.tls ? (fastifyTlsOptions(options.tls) as object) : {}),
+  }) as FastifyInstance
+  if (options.tls) prepareTlsServer(app, options.tls)
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)
@@ -83,6 +94,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Security headers first, then CORS: a preflight is answered in CORS's onRequest hook, with
   // those headers and before authentication (a preflight carries no credential).
   addResponseHeaders(app)
+  addHsts(app, {
+    maxAgeSeconds: options.hstsMaxAgeSeconds ?? DEFAULT_HSTS_MAX_AGE_SECONDS,
+    tls: options.tls !== undefined,
+  })
   await addCors(app, {
     origins: options.cors?.origins ?? [],
     maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,

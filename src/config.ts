@@ -7,10 +7,12 @@ import {
   type S3Config,
   s3DeadlineProblems,
 } from './config-storage.js'
+import { type TlsConfig, tlsSettings } from './config-tls.js'
 import { defaultHashingLimits } from './crypto/passwords.js'
 import { parseOriginList } from './lib/origins.js'
 
 export { clusterBlobProblems, type S3Config } from './config-storage.js'
+export type { TlsConfig, TlsPairFiles } from './config-tls.js'
 
 /**
  * Every setting, read once from the environment (the only reader of `process.env`), validated,
@@ -84,6 +86,8 @@ export interface Config {
   database: DatabaseLimitsConfig
   /** Health probes, metrics and shutdown (issue 12): see OperationsConfig. */
   operations: OperationsConfig
+  /** TLS on both listeners, HSTS, client certificates (issue 19): see config-tls.ts. */
+  tls: TlsConfig
 }
 
 /** CORS (issue 11): which web pages may read the answers of each listener. */
@@ -588,13 +592,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     86_400,
   )
   const host = listenHost('COFFER_HOST', env.COFFER_HOST, '127.0.0.1', problems)
+  const trust = trustProxy(env.COFFER_TRUST_PROXY, problems, notes)
   const config: Config = {
     host,
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
     dataDir,
     databaseUrl: dbUrl,
     logLevel,
-    trustProxy: trustProxy(env.COFFER_TRUST_PROXY, problems, notes),
+    trustProxy: trust,
     bodyLimitBytes: bodyLimit,
     env: appEnv as Config['env'],
     masterKey,
@@ -626,6 +631,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cors: corsSettings(env, problems),
     database: databaseLimits(env, searchTimeoutMs, problems),
     operations: operations(env, problems),
+    tls: tlsSettings(
+      env,
+      {
+        flag,
+        int: (name, fallback, min, max) => intSetting(env, name, fallback, min, max, problems),
+      },
+      trust !== false,
+      problems,
+    ),
   }
   problems.push(...s3DeadlineProblems(config.s3, config.database.blobUploadTimeoutMs))
   if (problems.length > 0) throw new ConfigError(problems)

@@ -9,10 +9,13 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { TrustProxy } from './config.js'
+import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
 import { assertOperation } from './http/access.js'
 import { addRequestLog, addResponseHeaders, JSON_TYPE, sendJson } from './http/common-hooks.js'
+import { closeHttp1Connection } from './http/connections.js'
 import { addCors, CONSENT_CORS } from './http/cors.js'
+import { addHsts, setHsts } from './http/hsts.js'
 import { addInputGuard } from './http/input-guard.js'
 import { type LogOptions, loggerOptions } from './http/logging.js'
 import { type AppMetrics, addRequestMetrics, metricsRoute } from './http/metrics.js'
@@ -23,6 +26,8 @@ import {
   type RequestDeadlines,
 } from './http/request-deadline.js'
 import { addShutdownGate } from './http/shutdown.js'
+import type { TlsMaterial } from './http/tls-material.js'
+import { fastifyTlsOptions, prepareTlsServer } from './http/tls-server.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { AppError } from './lib/errors.js'
 import { consentRoutes } from './modules/consent/consent.routes.js'
@@ -55,12 +60,17 @@ export interface ConsentAppOptions {
   deadlines?: RequestDeadlines
   /** Request metrics and `GET /metrics` (http/metrics.ts); default none. */
   metrics?: AppMetrics
+  /** Native TLS (HTTPS and HTTP/2 by ALPN, http/tls-server.ts); default plain HTTP. */
+  tls?: TlsMaterial
+  /** HSTS max-age on answers over TLS (COFFER_HSTS_MAX_AGE_SECONDS); default one year. */
+  hstsMaxAgeSeconds?: number
 }
 
 /** `{"error": "<message>"}` with the status: the consent interface's error body (spec). */
 function sendConsentError(reply: FastifyReply, status: number, message: string) {
-  if (status === 413) reply.header('connection', 'close')
+  if (status === 413) closeHttp1Connection(reply.request, reply)
   reply.code(status).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
+  setHsts(reply.request, reply)
   return sendJson(reply, { error: message })
 }
 
@@ -134,7 +144,10 @@ export async function buildConsentApp(
           `Connection: close\r\n\r\n${body}`,
       )
     },
-  })
+    // Typed as an HTTP/1 app whatever the server: routes and hooks see the same request API.
+    ...(options.tls ? (fastifyTlsOptions(options.tls) as object) : {}),
+  }) as FastifyInstance
+  if (options.tls) prepareTlsServer(app, options.tls)
 
   // Whatever the content type (sendBeacon sends text/plain), a body is JSON or a 400.
   app.removeAllContentTypeParsers()
@@ -157,6 +170,10 @@ export async function buildConsentApp(
   // Security headers, then CORS (a preflight is answered in its onRequest hook, so before the
   // flood limits: preflights cost no database work and are not counted).
   addResponseHeaders(app)
+  addHsts(app, {
+    maxAgeSeconds: options.hstsMaxAgeSeconds ?? DEFAULT_HSTS_MAX_AGE_SECONDS,
+    tls: options.tls !== undefined,
+  })
   await addCors(app, {
     origins: options.cors?.origins ?? [],
     maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,

@@ -25,6 +25,13 @@ import { blobStoreFor, createDeps, type Deps } from './deps.js'
 import { checkListenAddresses } from './http/listen-check.js'
 import { buildMetricsApp } from './http/metrics.js'
 import { closeOnSignals } from './http/shutdown.js'
+import {
+  type ListenerTls,
+  loadListenerTls,
+  type ServedListener,
+  startCertificateReloads,
+} from './http/tls-listeners.js'
+import { transportProblems } from './http/transport-guard.js'
 import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
 import { Metrics } from './metrics/prometheus.js'
@@ -199,7 +206,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     pending.push([obj, msg])
   }
   const metricsConfig = config.operations.metrics
-  const blobStore = await checkBeforeWriting(config, mode)
+  const { blobStore, tls } = await checkBeforeWriting(config, mode)
   const metrics = metricsFor(config)
   const { store, deps } = await start(config, (obj, msg) => log(obj, msg), {
     withConsent: mode !== 'api',
@@ -225,6 +232,8 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
           cors: { origins: config.cors.origins, maxAgeSeconds: config.cors.maxAgeSeconds },
           deadlines,
           ...(appMetrics ? { metrics: appMetrics } : {}),
+          ...(tls.api ? { tls: tls.api } : {}),
+          hstsMaxAgeSeconds: config.tls.hstsMaxAgeSeconds,
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
@@ -238,6 +247,8 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
           cors: { origins: config.cors.consentOrigins, maxAgeSeconds: config.cors.maxAgeSeconds },
           deadlines,
           ...(appMetrics ? { metrics: appMetrics } : {}),
+          ...(tls.consent ? { tls: tls.consent } : {}),
+          hstsMaxAgeSeconds: config.tls.hstsMaxAgeSeconds,
         })
   const first = (app ?? consentApp) as NonNullable<typeof app>
   log = (obj, msg) => first.log.info(obj, msg)
@@ -259,6 +270,11 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
       : undefined
   await metricsApp?.listen({ host: metricsConfig.host, port: metricsConfig.port })
   if (metricsApp) log({}, `Metrics listening at ${listenAddress(metricsApp)}`)
+  const served: ServedListener[] = []
+  if (app && tls.api) served.push({ listener: 'api', server: tlsServer(app), material: tls.api })
+  if (consentApp && tls.consent)
+    served.push({ listener: 'consent', server: tlsServer(consentApp), material: tls.consent })
+  const reloader = startCertificateReloads(config, served, first.log)
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
@@ -266,20 +282,34 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     delayMs: config.operations.shutdownDelayMs,
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
+    // With TLS, SIGHUP reloads the certificates (certbot's deploy hook) instead of stopping.
+    ...(reloader ? { handledElsewhere: ['SIGHUP'] as const } : {}),
+    onShutdown: () => reloader?.stop(),
   })
+}
+
+/** A TLS app's server (an HTTP/2 secure server, typed as Fastify's HTTP one). */
+function tlsServer(app: FastifyInstance): ServedListener['server'] {
+  return app.server as unknown as ServedListener['server']
 }
 
 /**
  * What settings alone cannot tell, checked before anything is written (a database file, a key,
- * the first account): the cluster BLOB rule, every listener's address, and (when the main API,
- * the only user of BLOBs, is served) that the BLOB store can be used. Returns that store.
+ * the first account): the cluster BLOB rule, the production transport rule (no listener off
+ * loopback without TLS), every listener's address, each TLS listener's pair, and (when the main
+ * API, the only user of BLOBs, is served) that the BLOB store can be used. Returns that store
+ * and the pairs.
  */
-async function checkBeforeWriting(config: Config, mode: ServeMode): Promise<BlobStore> {
+async function checkBeforeWriting(
+  config: Config,
+  mode: ServeMode,
+): Promise<{ blobStore: BlobStore; tls: ListenerTls }> {
   const servesApi = mode !== 'consent'
-  if (servesApi) {
-    const problems = clusterBlobProblems(config)
-    if (problems.length > 0) throw new ConfigError(problems)
-  }
+  const problems = [
+    ...(servesApi ? clusterBlobProblems(config) : []),
+    ...(await transportProblems(config, mode)),
+  ]
+  if (problems.length > 0) throw new ConfigError(problems)
   const metrics = config.operations.metrics
   await checkListenAddresses([
     ...(servesApi
@@ -304,11 +334,12 @@ async function checkBeforeWriting(config: Config, mode: ServeMode): Promise<Blob
         ]
       : []),
   ])
+  const tls = await loadListenerTls(config, mode)
   const blobStore = blobStoreFor(config)
   if (servesApi) {
     await checkBlobStoreAtStart(blobStore, blobStoreTarget(config), config.blobCheckTimeoutMs)
   }
-  return blobStore
+  return { blobStore, tls }
 }
 
 function blobStoreTarget(config: Config): BlobStoreTarget {

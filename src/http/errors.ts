@@ -3,6 +3,8 @@ import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import { isDatabaseUnavailable, isStorageFull } from '../store/db-errors.js'
 import { sendJson } from './common-hooks.js'
+import { closeHttp1Connection } from './connections.js'
+import { setHsts } from './hsts.js'
 
 interface Rendered {
   status: number
@@ -111,7 +113,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rende
   // So for any error answered before the body was read to its end (an upload refused on a full
   // disk): its unread bytes would sit before the next request on this keep-alive connection,
   // which then waited for ever (issue #18, writes and a read hanging until the client gave up).
-  if (r.status === 413 || request.raw.complete === false) reply.header('connection', 'close')
+  // (HTTP/1 only: an HTTP/2 stream's unread body goes with the stream, not the connection.)
+  if (r.status === 413 || request.raw.complete === false) closeHttp1Connection(request, reply)
   if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
   // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
   // (authentication) or by the router skips that hook (decisions.md 24: every answer).
@@ -119,6 +122,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rende
     .code(r.status)
     .header('cache-control', 'no-store')
     .header('x-content-type-options', 'nosniff')
+  setHsts(request, reply)
   return sendJson(reply, {
     result: 'error',
     transaction_id: request.id,

@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance } from 'fastify'
 import { AppError, ErrorType } from '../lib/errors.js'
+import { askToReconnect, cutAllConnections } from './connections.js'
 
 /**
  * The node's shutdown state, kept by the health service (modules/health; `/readyz` reports it)
@@ -33,8 +34,9 @@ export function shuttingDown(): AppError {
 
 /**
  * During the drain delay (not ready, still accepting) requests are served, but each answer
- * carries `Connection: close`: a client on a keep-alive connection reconnects, through the
- * balancer, to a node that stays. Once the listeners close, a request that still reaches the
+ * carries `Connection: close` (on HTTP/2, where that header is forbidden, the session is sent a
+ * GOAWAY instead: http/connections.ts): a client on a keep-alive connection reconnects, through
+ * the balancer, to a node that stays. Once the listeners close, a request that still reaches the
  * app (pipelined, or sent on a keep-alive connection that was busy when the listener closed) is
  * refused through the app's error handler, so in its own error body, with `Connection: close`.
  * Probes still answer (`/readyz` names `shutting_down`). Register it before any hook that does
@@ -46,7 +48,7 @@ export function addShutdownGate(app: FastifyInstance, health: ShutdownState): vo
       done()
       return
     }
-    reply.header('connection', 'close')
+    askToReconnect(request, reply)
     done(health.closing ? shuttingDown() : undefined)
   })
 }
@@ -64,6 +66,13 @@ export interface ShutdownOptions {
   /** How long in-flight requests may run once the listeners close (COFFER_SHUTDOWN_GRACE_MS). */
   graceMs: number
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }
+  /**
+   * Signals that do not stop the process because something else handles them (SIGHUP: the
+   * certificate reload, http/tls-reload.ts, when a listener serves TLS).
+   */
+  handledElsewhere?: readonly 'SIGHUP'[]
+  /** Called first when shutting down (stops the certificate watchers). */
+  onShutdown?: () => void
 }
 
 /**
@@ -80,8 +89,10 @@ export function closeOnSignals(options: ShutdownOptions): void {
     {
       delay: options.delayMs + graceMs + POOL_CLOSE_MARGIN_MS,
       logger: { error: (message: unknown) => log.warn({}, String(message)) },
+      ...(options.handledElsewhere?.length ? { skip: [...options.handledElsewhere] } : {}),
     },
     async ({ signal, err }) => {
+      options.onShutdown?.()
       health.startDraining()
       const delayMs = err ? 0 : options.delayMs
       if (err) log.warn({ err }, 'shutting down after an unhandled error')
@@ -99,7 +110,7 @@ export function closeOnSignals(options: ShutdownOptions): void {
       })
       if ((await Promise.race([closed, graceOver])) === 'cut') {
         log.warn({ grace_ms: graceMs }, 'requests still running after the grace period: cut')
-        for (const app of apps) app.server.closeAllConnections()
+        for (const app of apps) cutAllConnections(app.server)
         await closed
       }
       clearTimeout(timer)

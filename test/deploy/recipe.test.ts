@@ -135,7 +135,8 @@ describe('deploy recipe: proxy and drain', () => {
       ['consent', 8081, 'coffer_consent', settings.consentPort],
     ] as const) {
       expect(section(`frontend ${frontend}`)).toEqual([
-        `bind :${bind}`,
+        `bind :${bind} ssl crt /usr/local/etc/haproxy/tls/coffer.pem alpn h2,http/1.1`,
+        'http-request set-header X-Forwarded-Proto https',
         `default_backend ${backend}`,
       ])
       const lines = section(`backend ${backend}`)
@@ -145,6 +146,17 @@ describe('deploy recipe: proxy and drain', () => {
         `server coffer-2 coffer-2:${port}`,
       ])
     }
+  })
+
+  it('TLS ends at the proxy (TLS 1.2 at least), which the nodes are told and believe', () => {
+    // Issue 19: in production a node on 0.0.0.0 starts in clear only when so declared.
+    expect(settings.env).toBe('production')
+    expect(settings.tls.terminatedByProxy).toBe(true)
+    expect(settings.tls.api).toBeUndefined()
+    expect(section('global')).toContain('ssl-default-bind-options ssl-min-ver TLSv1.2')
+    // The certificate comes from deploy/tls/, mounted read-only, never from the repository.
+    expect(proxy.volumes).toContain('./tls:/usr/local/etc/haproxy/tls:ro')
+    expect(read('.gitignore').split('\n')).toContain('deploy/tls/')
   })
 
   it('the proxy takes a node out when /readyz fails, before the node stops accepting', () => {

@@ -76,6 +76,10 @@ export interface TestAppOptions {
   freeSpace?: FreeSpaceFloor
   /** Request metrics and `/metrics` (its meter goes to the services too); default none. */
   metrics?: AppOptions['metrics']
+  /** Native TLS (a pair loaded with loadTlsMaterial); default plain HTTP. */
+  tls?: AppOptions['tls']
+  /** HSTS max-age (default the production one year). */
+  hstsMaxAgeSeconds?: number
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -113,6 +117,10 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.cors ? { cors: options.cors } : {}),
     ...(options.deadlines ? { deadlines: options.deadlines } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.hstsMaxAgeSeconds !== undefined
+      ? { hstsMaxAgeSeconds: options.hstsMaxAgeSeconds }
+      : {}),
   })
   const responses = watchResponses(app)
   await app.ready()

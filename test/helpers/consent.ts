@@ -40,6 +40,8 @@ export interface ConsentTestOptions {
   sqlite?: { file: string; busyTimeoutMs: number }
   /** Deadline of each request's database work (default the production one). */
   deadlines?: RequestDeadlines
+  /** Native TLS (a pair loaded with loadTlsMaterial); default plain HTTP. */
+  tls?: ConsentAppOptions['tls']
 }
 
 const UNREACHABLE_LIMITS: ConsentRateLimits = {
@@ -98,6 +100,7 @@ export async function buildConsentTestApp(
     ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
     ...(options.cors ? { cors: options.cors } : {}),
     ...(options.deadlines ? { deadlines: options.deadlines } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
   })
   // Every answer of the consent listener is checked against its own /openapi.json (issue #17).
   const responses = watchResponses(app)

@@ -90,7 +90,7 @@ export function startServerProcess(
     // Collects the whole log, also after the start: tests read it (and the pipes never fill).
     const onData = (chunk: Buffer) => {
       out += chunk.toString()
-      const m = listening ? null : /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+      const m = listening ? null : /listening at (https?:\/\/127\.0\.0\.1:\d+)/.exec(out)
       if (!m) return
       listening = true
       clearTimeout(timer)

@@ -2,7 +2,10 @@ import type { AddressInfo } from 'node:net'
 import { type Admin, buildTestApp, type TestApp, type TestAppOptions } from './app.js'
 
 export interface TestServer {
-  /** Base URL without a trailing slash (`http://127.0.0.1:PORT`): the SDK builds `${host}/${path}`. */
+  /**
+   * Base URL without a trailing slash (`http://127.0.0.1:PORT`, `https://…` with TLS): the SDK
+   * builds `${host}/${path}`.
+   */
   url: string
   /** Admin of the first account (full access). */
   admin: Admin
@@ -25,7 +28,7 @@ export async function startTestServer(options: TestAppOptions = {}): Promise<Tes
   }
   const { port } = testApp.app.server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     admin: testApp.admin,
     testApp,
     close: () => testApp.close(),

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { readFormBodyOnGet } from '../../http/bodyless-form.js'
+import { clientGoneAlready } from '../../http/connections.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json } from '../../lib/input.js'
 import { resource } from '../../policy/index.js'
@@ -37,7 +38,7 @@ function optionOf(req: FastifyRequest): unknown {
  */
 function clientGone(req: FastifyRequest, reply: FastifyReply): AbortSignal {
   const controller = new AbortController()
-  if (req.raw.socket?.destroyed) controller.abort()
+  if (clientGoneAlready(req)) controller.abort()
   reply.raw.once('close', () => {
     if (!reply.raw.writableEnded) controller.abort()
   })
