@@ -281,3 +281,42 @@ describe(`coffer serve over TLS: graceful shutdown with HTTP/2 sessions (${testD
     }
   }, 60_000)
 })
+
+describe(`coffer serve over TLS: SIGHUP during the shutdown (${testDialect})`, () => {
+  let db: SharedDatabase
+  let pki: TestPki
+
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    pki = makeTestPki()
+  })
+  afterAll(async () => {
+    pki?.close()
+    await db?.drop()
+  })
+
+  it('a renewal hook’s SIGHUP while draining neither reloads nor kills: the drain ends, exit 0', async () => {
+    const DELAY_MS = 1500
+    const server = await startServerProcess({
+      ...db.env(db.dataDir()),
+      COFFER_TLS_CERT_FILE: pki.leaf.certFile,
+      COFFER_TLS_KEY_FILE: pki.leaf.keyFile,
+      COFFER_SHUTDOWN_DELAY_MS: String(DELAY_MS),
+    })
+    try {
+      const exited = new Promise<[number | null, string | null]>((r) =>
+        server.child.once('exit', (code, signal) => r([code, signal])),
+      )
+      server.child.kill('SIGTERM')
+      await waitForOutput(server, /shutting down/)
+      server.child.kill('SIGHUP')
+      // Still serving the drain after the signal.
+      await new Promise((r) => setTimeout(r, 200))
+      expect((await httpsRequest(pki, `${server.url}/healthz`)).status).toBe(200)
+      expect(await exited).toEqual([0, null])
+      expect(server.output()).toMatch(/SIGHUP ignored: shutting down/)
+    } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})
