@@ -30,6 +30,7 @@ import {
   h2Request,
   handshake,
   httpsRequest,
+  renegotiation,
   servedFingerprint,
 } from '../helpers/tls-clients.js'
 import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
@@ -290,7 +291,7 @@ describe('certificate rotation without a restart', () => {
     )
   })
 
-  it('a reload keeps TLS 1.2 as the floor and client certificates required', async () => {
+  it('a reload keeps TLS 1.2 as the floor, no renegotiation and client certificates required', async () => {
     dir = mkdtempSync(join(pki.dir, 'policy-'))
     const files = pairIn(dir)
     install(files, pki.leaf)
@@ -310,6 +311,10 @@ describe('certificate rotation without a restart', () => {
     // Without a client certificate: refused during the TLS 1.2 handshake.
     const none = await handshake(port, { ca: pki.ca.cert, maxVersion: 'TLSv1.2' })
     expect(none.ok).toBe(false)
+    // Still no renegotiation.
+    expect(await renegotiation(pki, port, { cert: pki.client.cert, key: pki.client.key })).toBe(
+      'ERR_SSL_NO_RENEGOTIATION',
+    )
   })
 
   it('a listener on a host name serves the reloaded pair on every address it listens on', async () => {

@@ -22,6 +22,7 @@ import {
   httpsRequest,
   json,
   plainRequest,
+  renegotiation,
   text,
 } from '../helpers/tls-clients.js'
 import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
@@ -240,6 +241,10 @@ describe('main API over TLS', () => {
     } finally {
       server.testApp.app.server.off('tlsClientError', onError)
     }
+  })
+
+  it('refuses a client-initiated TLS 1.2 renegotiation (a handshake’s CPU on demand; HTTP/2 forbids it)', async () => {
+    expect(await renegotiation(pki, port)).toBe('ERR_SSL_NO_RENEGOTIATION')
   })
 
   it('a client that trusts another CA refuses the certificate', async () => {
