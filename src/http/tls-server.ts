@@ -8,7 +8,7 @@ import {
 } from 'node:http2'
 import type { TLSSocket } from 'node:tls'
 import type { FastifyInstance } from 'fastify'
-import { trackSockets } from './connections.js'
+import { dropConnectionHeaderOnHttp2, trackSockets } from './connections.js'
 import { secureContextOptions, type TlsMaterial } from './tls-material.js'
 
 /**
@@ -95,9 +95,11 @@ function createTlsServer(
 
 /**
  * Once the app exists: its HTTP/2 sessions are closed gracefully (GOAWAY) when it closes, so
- * `close()` does not wait for idle clients (Node 20 leaves them open).
+ * `close()` does not wait for idle clients (Node 20 leaves them open); no HTTP/2 answer carries
+ * a `Connection` header.
  */
 export function prepareTlsServer(app: FastifyInstance): void {
+  dropConnectionHeaderOnHttp2(app)
   app.addHook('preClose', (done) => {
     for (const session of sessionsOf.get(app.server) ?? [])
       if (!session.closed && !session.destroyed) session.close()
