@@ -79,7 +79,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // Typed as an HTTP/1 app whatever the server: routes and hooks see the same request API.
     ...(options.tls ? (fastifyTlsOptions(options.tls) as object) : {}),
   }) as FastifyInstance
-  if (options.tls) prepareTlsServer(app, options.tls)
+  if (options.tls) prepareTlsServer(app)
 
   app.addSchema(ErrorEnvelope)
   registerErrorHandling(app)

@@ -147,7 +147,7 @@ export async function buildConsentApp(
     // Typed as an HTTP/1 app whatever the server: routes and hooks see the same request API.
     ...(options.tls ? (fastifyTlsOptions(options.tls) as object) : {}),
   }) as FastifyInstance
-  if (options.tls) prepareTlsServer(app, options.tls)
+  if (options.tls) prepareTlsServer(app)
 
   // Whatever the content type (sendBeacon sends text/plain), a body is JSON or a 400.
   app.removeAllContentTypeParsers()

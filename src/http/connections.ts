@@ -1,7 +1,7 @@
 import type { Server } from 'node:http'
 import type { Http2ServerRequest } from 'node:http2'
 import type { Socket } from 'node:net'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 /**
  * What a listener does with a request's connection, on HTTP/1.1 and on HTTP/2 (a TLS listener
@@ -19,6 +19,18 @@ export function isHttp2(request: FastifyRequest): boolean {
  */
 export function closeHttp1Connection(request: FastifyRequest, reply: FastifyReply): void {
   if (!isHttp2(request)) reply.header('connection', 'close')
+}
+
+/**
+ * Drops a `Connection` header from every HTTP/2 answer of a TLS listener: Fastify sets
+ * `Connection: close` itself when a body parser fails (a malformed JSON body, one over the
+ * limit), whatever the protocol, and Node would drop it with an UnsupportedWarning on stderr.
+ */
+export function dropConnectionHeaderOnHttp2(app: FastifyInstance): void {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (isHttp2(request) && reply.hasHeader('connection')) reply.removeHeader('connection')
+    done(null, payload)
+  })
 }
 
 /**

@@ -93,6 +93,11 @@ export function closeOnSignals(options: ShutdownOptions): void {
     },
     async ({ signal, err }) => {
       options.onShutdown?.()
+      // close-with-grace skips these signals, and what handled them stops now: with no
+      // listener left, SIGHUP's default action would kill the process mid-drain (a certbot
+      // deploy hook during a rolling restart). Ignored, said so.
+      for (const name of options.handledElsewhere ?? [])
+        process.on(name, () => log.info({ signal: name }, `${name} ignored: shutting down`))
       health.startDraining()
       const delayMs = err ? 0 : options.delayMs
       if (err) log.warn({ err }, 'shutting down after an unhandled error')

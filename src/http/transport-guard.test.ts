@@ -27,6 +27,18 @@ describe('loopback addresses', () => {
     expect(await isLoopbackHost('0.0.0.0')).toBe(false)
     expect(await isLoopbackHost('no-such-host.invalid')).toBe(false)
   })
+
+  it('a host name is loopback only when every address it resolves to is', async () => {
+    // A hosts file listing `localhost` twice: Fastify binds every address of that name.
+    const resolvingTo =
+      (...addresses: string[]) =>
+      async () =>
+        addresses.map((address) => ({ address }))
+    expect(await isLoopbackHost('localhost', resolvingTo('127.0.0.1', '::1'))).toBe(true)
+    expect(await isLoopbackHost('localhost', resolvingTo('127.0.0.1', '10.1.2.3'))).toBe(false)
+    expect(await isLoopbackHost('localhost', resolvingTo('10.1.2.3', '127.0.0.1'))).toBe(false)
+    expect(await isLoopbackHost('localhost', resolvingTo())).toBe(false)
+  })
 })
 
 describe('the production rule (issue 19)', () => {

@@ -21,15 +21,20 @@ export function isLoopbackAddress(address: string): boolean {
   return version !== 0 && LOOPBACK.check(address, version === 4 ? 'ipv4' : 'ipv6')
 }
 
+/** Every address a name resolves to (`dns.lookup`, as `listen` resolves it). */
+export type Resolve = (host: string) => Promise<readonly { address: string }[]>
+const resolveAll: Resolve = (host) => lookup(host, { all: true })
+
 /**
  * Whether a listener on `host` is reachable from this machine only: an address as it is, a name
- * as `listen` resolves it (its first address).
+ * when every address it resolves to is loopback. Not only the first: given `localhost`,
+ * Fastify binds every address the name resolves to (a hosts file may list it more than once).
  */
-export async function isLoopbackHost(host: string): Promise<boolean> {
+export async function isLoopbackHost(host: string, resolve = resolveAll): Promise<boolean> {
   if (isIP(host) !== 0) return isLoopbackAddress(host)
   try {
-    const { address } = await lookup(host)
-    return isLoopbackAddress(address)
+    const addresses = await resolve(host)
+    return addresses.length > 0 && addresses.every(({ address }) => isLoopbackAddress(address))
   } catch {
     // Does not resolve: the listen check names that problem; here it counts as exposed.
     return false

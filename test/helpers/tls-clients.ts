@@ -165,6 +165,41 @@ export function handshake(port: number, options: ConnectionOptions = {}): Promis
   })
 }
 
+/**
+ * Opens a TLS 1.2 connection (HTTP/1.1) and asks for a renegotiation: `renegotiated`, or the
+ * client's error code when the server refuses it.
+ */
+export async function renegotiation(
+  pki: TestPki,
+  port: number,
+  options: ConnectionOptions = {},
+): Promise<string> {
+  const socket = tls.connect({
+    host: '127.0.0.1',
+    port,
+    servername: 'localhost',
+    ca: pki.ca.cert,
+    maxVersion: 'TLSv1.2',
+    ALPNProtocols: ['http/1.1'],
+    ...options,
+  })
+  try {
+    await new Promise((resolve, reject) => {
+      socket.once('secureConnect', resolve)
+      socket.once('error', reject)
+    })
+    return await new Promise<string>((resolve) => {
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
+      const started = socket.renegotiate({}, (error) =>
+        resolve(error ? ((error as NodeJS.ErrnoException).code ?? 'error') : 'renegotiated'),
+      )
+      if (!started) resolve('not started')
+    })
+  } finally {
+    socket.destroy()
+  }
+}
+
 /** The fingerprint of the certificate a new connection to `port` is given. */
 export async function servedFingerprint(pki: TestPki, port: number): Promise<string> {
   const result = await handshake(port, { ca: pki.ca.cert })

@@ -246,6 +246,14 @@ describe(`coffer serve over TLS: graceful shutdown with HTTP/2 sessions (${testD
     try {
       expect((await h2Request(busy, '/v1/auth/me', { headers: auth })).status).toBe(200)
       expect((await h2Request(idle, '/healthz')).status).toBe(200)
+      // A body the parser refuses: Fastify asks to close the connection, on HTTP/2 too.
+      const malformed = await h2Request(busy, '/v1/vaults', {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{"name":',
+      })
+      expect(malformed.status).toBe(400)
+      expect(malformed.headers.connection).toBeUndefined()
       const before = await httpsRequest(pki, `${server.url}/v1/auth/me`, { agent, headers: auth })
       expect(before.headers.connection).toBe('keep-alive')
 
@@ -278,6 +286,45 @@ describe(`coffer serve over TLS: graceful shutdown with HTTP/2 sessions (${testD
       busy.destroy()
       idle.destroy()
       agent.destroy()
+    }
+  }, 60_000)
+})
+
+describe(`coffer serve over TLS: SIGHUP during the shutdown (${testDialect})`, () => {
+  let db: SharedDatabase
+  let pki: TestPki
+
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    pki = makeTestPki()
+  })
+  afterAll(async () => {
+    pki?.close()
+    await db?.drop()
+  })
+
+  it('a renewal hook’s SIGHUP while draining neither reloads nor kills: the drain ends, exit 0', async () => {
+    const DELAY_MS = 1500
+    const server = await startServerProcess({
+      ...db.env(db.dataDir()),
+      COFFER_TLS_CERT_FILE: pki.leaf.certFile,
+      COFFER_TLS_KEY_FILE: pki.leaf.keyFile,
+      COFFER_SHUTDOWN_DELAY_MS: String(DELAY_MS),
+    })
+    try {
+      const exited = new Promise<[number | null, string | null]>((r) =>
+        server.child.once('exit', (code, signal) => r([code, signal])),
+      )
+      server.child.kill('SIGTERM')
+      await waitForOutput(server, /shutting down/)
+      server.child.kill('SIGHUP')
+      // Still serving the drain after the signal.
+      await new Promise((r) => setTimeout(r, 200))
+      expect((await httpsRequest(pki, `${server.url}/healthz`)).status).toBe(200)
+      expect(await exited).toEqual([0, null])
+      expect(server.output()).toMatch(/SIGHUP ignored: shutting down/)
+    } finally {
+      await server.stop()
     }
   }, 60_000)
 })

@@ -19,6 +19,8 @@ import {
   RELOAD_DEBOUNCE_MS,
   type ReloadLog,
 } from '../../src/http/tls-reload.js'
+import { buildTestApp } from '../helpers/app.js'
+import { localhostResolvingTo } from '../helpers/hosts.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 import {
   basic,
@@ -28,6 +30,7 @@ import {
   h2Request,
   handshake,
   httpsRequest,
+  renegotiation,
   servedFingerprint,
 } from '../helpers/tls-clients.js'
 import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
@@ -288,7 +291,7 @@ describe('certificate rotation without a restart', () => {
     )
   })
 
-  it('a reload keeps TLS 1.2 as the floor and client certificates required', async () => {
+  it('a reload keeps TLS 1.2 as the floor, no renegotiation and client certificates required', async () => {
     dir = mkdtempSync(join(pki.dir, 'policy-'))
     const files = pairIn(dir)
     install(files, pki.leaf)
@@ -308,6 +311,50 @@ describe('certificate rotation without a restart', () => {
     // Without a client certificate: refused during the TLS 1.2 handshake.
     const none = await handshake(port, { ca: pki.ca.cert, maxVersion: 'TLSv1.2' })
     expect(none.ok).toBe(false)
+    // Still no renegotiation.
+    expect(await renegotiation(pki, port, { cert: pki.client.cert, key: pki.client.key })).toBe(
+      'ERR_SSL_NO_RENEGOTIATION',
+    )
+  })
+
+  it('a listener on a host name serves the reloaded pair on every address it listens on', async () => {
+    // COFFER_HOST=localhost where the hosts file lists 127.0.0.1 and ::1 (Debian, Docker).
+    const undo = localhostResolvingTo(['127.0.0.1', '::1'])
+    dir = mkdtempSync(join(pki.dir, 'localhost-'))
+    const files = pairIn(dir)
+    install(files, pki.leaf)
+    const material = await loadTlsMaterial(files)
+    const testApp = await buildTestApp({ tls: material })
+    try {
+      await testApp.app.listen({ host: 'localhost', port: 0 })
+      const log = recordingLog()
+      const hangupReloader = new CertificateReloader(
+        [
+          {
+            listener: 'api',
+            files,
+            server: testApp.app.server as unknown as {
+              setSecureContext(o: SecureContextOptions): void
+            },
+            material,
+          },
+        ],
+        log,
+      )
+      install(files, pki.leaf2)
+      expect(await hangupReloader.reload('SIGHUP')).toEqual(['reloaded'])
+      const addresses = testApp.app.addresses() as AddressInfo[]
+      expect(addresses.length).toBeGreaterThan(0)
+      for (const { address, port } of addresses) {
+        const served = await handshake(port, { host: address, ca: pki.ca.cert })
+        expect(served.ok && served.certificate.fingerprint256, address).toBe(
+          fingerprintOf(pki.leaf2.cert),
+        )
+      }
+    } finally {
+      undo()
+      await testApp.close()
+    }
   })
 
   it('stop() ends the watching and the SIGHUP listener', async () => {

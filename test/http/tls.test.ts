@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
+import tls from 'node:tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ClientAuthMode, TlsPairFiles } from '../../src/config-tls.js'
 import { loadTlsMaterial } from '../../src/http/tls-material.js'
@@ -22,6 +23,7 @@ import {
   httpsRequest,
   json,
   plainRequest,
+  renegotiation,
   text,
 } from '../helpers/tls-clients.js'
 import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
@@ -242,6 +244,10 @@ describe('main API over TLS', () => {
     }
   })
 
+  it('refuses a client-initiated TLS 1.2 renegotiation (a handshake’s CPU on demand; HTTP/2 forbids it)', async () => {
+    expect(await renegotiation(pki, port)).toBe('ERR_SSL_NO_RENEGOTIATION')
+  })
+
   it('a client that trusts another CA refuses the certificate', async () => {
     const result = await handshake(port, { ca: pki.foreignCa.cert })
     expect(result).toMatchObject({ ok: false, code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' })
@@ -251,6 +257,31 @@ describe('main API over TLS', () => {
     for (const path of ['/no/such/route', '/openapi.json', '/healthz', '/v1/vaults/%E0%A4%A']) {
       const res = await httpsRequest(pki, `${server.url}${path}`)
       expect(res.headers['strict-transport-security'], path).toBe(YEAR)
+    }
+  })
+})
+
+describe('the TLS 1.2 floor is Coffer’s own', () => {
+  it('holds where Node’s default floor was lowered (node --tls-min-v1.0, NODE_OPTIONS)', async () => {
+    const nodeDefault = tls.DEFAULT_MIN_VERSION
+    let server: TestServer | undefined
+    try {
+      tls.DEFAULT_MIN_VERSION = 'TLSv1'
+      server = await startTestServer({ tls: await materialOf(pki.leaf) })
+    } finally {
+      tls.DEFAULT_MIN_VERSION = nodeDefault
+    }
+    try {
+      const old = await handshake(portOf(server), {
+        ca: pki.ca.cert,
+        minVersion: 'TLSv1',
+        maxVersion: 'TLSv1.1',
+        ciphers: 'DEFAULT@SECLEVEL=0',
+      })
+      // The server's protocol_version alert: refused for its version, not for want of a cipher.
+      expect(old).toMatchObject({ ok: false, code: 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION' })
+    } finally {
+      await server.close()
     }
   })
 })
