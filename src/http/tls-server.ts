@@ -40,6 +40,9 @@ const sessionsOf = new WeakMap<object, Set<Http2Session>>()
  * with a factory it binds the name's first address only, as the listen check and the
  * production rule (transport-guard.ts) assume.
  */
+/** Streams one HTTP/2 connection may have open at once (nginx: 128). */
+export const MAX_CONCURRENT_STREAMS = 100
+
 export function fastifyTlsOptions(material: TlsMaterial): {
   http2: true
   https: TlsServerOptions
@@ -52,6 +55,9 @@ export function fastifyTlsOptions(material: TlsMaterial): {
     // refuseUnverifiedCertificate turns away one that presents a bad one.
     requestCert: material.clientAuth !== undefined,
     rejectUnauthorized: material.clientAuth === 'require',
+    // An explicit bound on the streams one HTTP/2 connection may have open at once (Node's
+    // default is unbounded, limited only by maxSessionMemory): RFC 9113's recommended minimum.
+    settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
   }
   return {
     http2: true,

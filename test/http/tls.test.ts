@@ -4,6 +4,7 @@ import tls from 'node:tls'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ClientAuthMode, TlsPairFiles } from '../../src/config-tls.js'
 import { loadTlsMaterial } from '../../src/http/tls-material.js'
+import { MAX_CONCURRENT_STREAMS } from '../../src/http/tls-server.js'
 import { Metrics } from '../../src/metrics/prometheus.js'
 import { MAX_BLOB_BYTES } from '../../src/modules/blobs/blobs.service.js'
 import { bytes, generated, multipart, sha256 } from '../helpers/blob-harness.js'
@@ -125,6 +126,17 @@ describe('main API over TLS', () => {
       expect(refused.status).toBe(overHttp1.status)
       expect(json(refused).error).toEqual(json(overHttp1).error)
       expect(refused.headers['strict-transport-security']).toBe(YEAR)
+    } finally {
+      session.close()
+    }
+  })
+
+  it('bounds the streams one HTTP/2 connection may open at once (advertised in its SETTINGS)', async () => {
+    const session = await h2Connect(pki, server.url)
+    try {
+      // The server's SETTINGS frame arrives with the handshake; a request makes sure it was read.
+      await h2Request(session, '/healthz', {})
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(MAX_CONCURRENT_STREAMS)
     } finally {
       session.close()
     }
