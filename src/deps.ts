@@ -27,6 +27,7 @@ import { GroupsService } from './modules/groups/groups.service.js'
 import { HealthService } from './modules/health/health.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
 import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
+import { MeteringService } from './modules/metering/metering.service.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
 import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
@@ -69,6 +70,8 @@ export interface Deps {
   consent: ConsentService
   health: HealthService
   settings: SettingsService
+  /** Operations metering (issue 13, part 3): counts, usage, the daily quota. */
+  metering: MeteringService
 }
 
 export interface DepsOptions {
@@ -206,6 +209,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     store,
     freeSpace,
     clock,
+    metering: new MeteringService(db, clock, settings, meter),
     keyring,
     blobs: options.blobStore,
     hasher,

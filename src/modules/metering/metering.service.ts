@@ -1,0 +1,125 @@
+import { CATEGORIES, type Category } from '../../access/metering.js'
+import type { Clock } from '../../lib/clock.js'
+import { AppError, ErrorType, errors } from '../../lib/errors.js'
+import type { Meter } from '../../metrics/meter.js'
+import type { Executor } from '../../store/executor.js'
+import type { SettingsService } from '../settings/settings.service.js'
+import { GroupCommit } from './group-commit.js'
+import * as repo from './metering.repo.js'
+
+/** Longest range one usage read may span: a year and a day (a leap year, both ends included). */
+export const MAX_USAGE_DAYS = 366
+/** Increments per statement: 4 parameters each stays well under SQLite's 32,766. */
+const KEYS_PER_STATEMENT = 500
+const DAY_MS = 86_400_000
+
+export interface UsageDay {
+  day: string
+  /** Every category, 0 when nothing was counted. */
+  operations: Record<Category, number>
+  total: number
+}
+
+/** UTC `YYYY-MM-DD` of a moment. */
+export const utcDay = (at: Date) => at.toISOString().slice(0, 10)
+
+/**
+ * Operations metering (issue 13, part 3): counts what each request consumed per account, UTC day
+ * and category (group commit: exact, stored before the response), reads usage back, and keeps
+ * the account's optional daily quota.
+ */
+export class MeteringService {
+  readonly #commit: GroupCommit
+
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: Clock,
+    private readonly settings: SettingsService,
+    private readonly meter: Meter,
+  ) {
+    this.#commit = new GroupCommit((batch) =>
+      this.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < batch.length; i += KEYS_PER_STATEMENT)
+          await repo.addAll(trx, batch.slice(i, i + KEYS_PER_STATEMENT))
+      }),
+    )
+  }
+
+  /**
+   * Counts `n` operations of `category` for the account today (UTC, by the clock), resolved once
+   * stored. Zero counts nothing (and writes nothing).
+   */
+  async count(accountId: string, category: Category, n: number): Promise<void> {
+    if (n <= 0) return
+    await this.#commit.add({ accountId, day: utcDay(this.clock.now()), category, n })
+    this.meter.count('operations_consumed', { category }, n)
+  }
+
+  /**
+   * 429 OPERATIONS_QUOTA_EXCEEDED when the account has a quota and today's stored count has
+   * reached it; Retry-After until the next UTC midnight. Checked before a metered request's
+   * work: requests already running are not counted yet (the overshoot, decisions).
+   */
+  async checkQuota(accountId: string): Promise<void> {
+    const quota = await this.settings.dailyOperationsQuota(accountId)
+    if (quota === null) return
+    const now = this.clock.now()
+    const used = await repo.dayTotal(this.db, accountId, utcDay(now))
+    if (used < quota) return
+    const midnight = Math.floor(now.getTime() / DAY_MS + 1) * DAY_MS
+    throw new AppError(
+      429,
+      ErrorType.rateLimit,
+      'OPERATIONS_QUOTA_EXCEEDED',
+      `This account has used its daily operations quota (${quota}, the account's ` +
+        'daily_operations_quota) for today (UTC); requests that consume operations are refused ' +
+        'until the next UTC midnight',
+      { retryAfterSeconds: Math.max(1, Math.ceil((midnight - now.getTime()) / 1000)) },
+    )
+  }
+
+  /**
+   * The account's usage on every day from `from` to `to` (UTC dates, inclusive, at most
+   * MAX_USAGE_DAYS), zeroes included, and the range's totals per category.
+   */
+  async usage(accountId: string, from: string, to: string) {
+    const days = new Map<string, UsageDay>()
+    for (let t = Date.parse(from); t <= Date.parse(to); t += DAY_MS) {
+      const day = utcDay(new Date(t))
+      days.set(day, { day, operations: zeroes(), total: 0 })
+    }
+    const totals = zeroes()
+    for (const row of await repo.between(this.db, accountId, from, to)) {
+      const day = days.get(row.day)
+      if (!day || !(CATEGORIES as readonly string[]).includes(row.category)) continue
+      day.operations[row.category as Category] += row.n
+      day.total += row.n
+      totals[row.category as Category] += row.n
+    }
+    return { days: [...days.values()], totals }
+  }
+}
+
+function zeroes(): Record<Category, number> {
+  return Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>
+}
+
+/** A `from`/`to` query value: a real calendar date `YYYY-MM-DD`, or 400 naming the field. */
+export function parseDay(value: unknown, field: 'from' | 'to'): string {
+  const text = typeof value === 'string' ? value : ''
+  const at = /^\d{4}-\d{2}-\d{2}$/.test(text) ? new Date(`${text}T00:00:00.000Z`) : undefined
+  if (!at || Number.isNaN(at.getTime()) || utcDay(at) !== text)
+    throw errors.invalidField(field, 'must be a UTC date YYYY-MM-DD')
+  return text
+}
+
+/** The range's bounds checked: `from` ≤ `to`, at most MAX_USAGE_DAYS days. */
+export function parseRange(query: { from?: unknown; to?: unknown }): { from: string; to: string } {
+  const from = parseDay(query.from, 'from')
+  const to = parseDay(query.to, 'to')
+  if (to < from) throw errors.invalidField('to', 'must not be before from')
+  const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1
+  if (days > MAX_USAGE_DAYS)
+    throw errors.invalidField('to', `must be at most ${MAX_USAGE_DAYS} days from from (inclusive)`)
+  return { from, to }
+}
