@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CATEGORIES, type Category } from '../../src/access/metering.js'
 import { operationsConsumed } from '../../src/access/operations-consumed.js'
@@ -6,6 +7,7 @@ import { ManualClock } from '../../src/lib/clock.js'
 import { Metrics } from '../../src/metrics/prometheus.js'
 import { type Admin, b64, buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
 import { optionForm } from '../helpers/search-fixtures.js'
+import { testDialect } from '../helpers/store.js'
 
 /**
  * Operations metering (issue 13, part 3): the spec's table "Operations (billing units
@@ -252,6 +254,39 @@ describe("metering: the spec's table, line by line", () => {
     })
     expect(failed.statusCode).toBe(404)
     expect(recorded.get(failed.json().transaction_id)).toBeUndefined()
+  })
+})
+
+describe('metering: a count that cannot be stored', () => {
+  it('fails the request: nothing served uncounted, nothing counted', async () => {
+    const f = await fixture()
+    const db = t.deps.store.db
+    const refuse =
+      testDialect === 'postgres'
+        ? [
+            sql`create function refuse_count() returns trigger language plpgsql as $$ begin raise exception 'refused'; end $$`,
+            sql`create trigger refuse_count before insert on operation_counts for each row execute function refuse_count()`,
+          ]
+        : [
+            sql`create trigger refuse_count before insert on operation_counts begin select raise(abort, 'refused'); end`,
+          ]
+    const allow =
+      testDialect === 'postgres'
+        ? [sql`drop trigger refuse_count on operation_counts`, sql`drop function refuse_count()`]
+        : [sql`drop trigger refuse_count`]
+    const before = await today(f.admin)
+    for (const statement of refuse) await statement.execute(db)
+    try {
+      const res = await t.api.get(`/v2/vaults/${f.vault}/documents/${f.docs[0]}`, {
+        auth: f.auth,
+      })
+      expect(res.statusCode, res.body).toBe(500)
+      expect(res.json().result).toBe('error')
+      expect(res.body).not.toContain('ann')
+    } finally {
+      for (const statement of allow) await statement.execute(db)
+    }
+    expect(await today(f.admin)).toEqual(before)
   })
 })
 
