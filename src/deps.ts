@@ -81,6 +81,8 @@ export interface DepsOptions {
   clock?: Clock
   /** Told when a garbage BLOB object could not be deleted (it is left behind, not lost data). */
   onCleanupError?: (error: unknown, objectKey: string) => void
+  /** Told when a batch of operation counts could not be stored (kept, tried again). */
+  onMeteringFlushError?: (error: unknown) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
   /** Concurrent and queued argon2 work (default 2 running, 32 waiting). */
@@ -209,7 +211,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     store,
     freeSpace,
     clock,
-    metering: new MeteringService(db, clock, settings, meter),
+    metering: new MeteringService(db, clock, settings, meter, options.onMeteringFlushError),
     keyring,
     blobs: options.blobStore,
     hasher,

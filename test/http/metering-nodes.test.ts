@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
-import { createDeps } from '../../src/deps.js'
+import { createDeps, type Deps } from '../../src/deps.js'
 import { ManualClock } from '../../src/lib/clock.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import {
@@ -33,7 +33,13 @@ const masterKey = MasterKey.generate()
 const folder = mkdtempSync(join(tmpdir(), 'coffer-metering-nodes-'))
 
 let a: TestApp
-let b: { app: FastifyInstance; api: Api; responses: ResponseWatch; store: Store }
+let b: {
+  app: FastifyInstance
+  api: Api
+  responses: ResponseWatch
+  store: Store
+  deps: Deps
+}
 
 async function secondNode(first: TestApp) {
   const store =
@@ -58,7 +64,7 @@ async function secondNode(first: TestApp) {
   const app = await buildApp(deps, {})
   const responses = watchResponses(app)
   await app.ready()
-  return { app, api: new Api(app, responses), responses, store }
+  return { app, api: new Api(app, responses), responses, store, deps }
 }
 
 beforeAll(async () => {
@@ -112,6 +118,8 @@ describe(`metering across two nodes on one database (${testDialect})`, () => {
       Array.from({ length: 80 }, (_, i) => (i % 2 === 0 ? a.api : b.api).get(url, { auth })),
     )
     for (const res of answers) expect(res.statusCode, res.body).toBe(200)
+    // Each node stores its counts within COUNT_FLUSH_MS; here at once.
+    await Promise.all([a.deps.metering.flush(), b.deps.metering.flush()])
     const onA = await usageOn(a.api)
     const onB = await usageOn(b.api)
     expect(onB).toEqual(onA)
@@ -129,7 +137,10 @@ describe(`metering across two nodes on one database (${testDialect})`, () => {
     const read = (api: Api) =>
       api.get(`/v2/vaults/${vault}/documents/${docs[0]}`, { auth: a.admin.api_key })
     expect((await read(a.api)).statusCode).toBe(200)
+    // B sees A's count once A stored it (within COUNT_FLUSH_MS; here at once).
+    await a.deps.metering.flush()
     expect((await read(b.api)).statusCode).toBe(200)
+    await b.deps.metering.flush()
     const refused = await read(b.api)
     expect(refused.statusCode, refused.body).toBe(429)
     expect(errorOf(refused).code).toBe('OPERATIONS_QUOTA_EXCEEDED')

@@ -16,10 +16,9 @@ function meteringOf(request: FastifyRequest): Metering | undefined {
  * - preHandler (after the access rule): the account's daily quota, checked against the stored
  *   count before any work (429 OPERATIONS_QUOTA_EXCEEDED);
  * - onSend, once the handler produced a success and before a byte is sent: the count by the
- *   operation's rule from what the handler reported (access/returned.ts), stored through the
- *   group commit and recorded on the request for the audit trail. A failed store fails the
- *   request (503 DATABASE_UNAVAILABLE through the error handler): nothing served uncounted. An
- *   error response counts nothing.
+ *   operation's rule from what the handler reported (access/returned.ts), taken (stored within
+ *   COUNT_FLUSH_MS, metering.service.ts) and recorded on the request for the audit trail, whose
+ *   event stores it durably with the request. An error response counts nothing.
  * Other routes pay one property read per hook (callback hooks: no promise on the hot path).
  */
 export function addMetering(app: FastifyInstance, metering: MeteringService): void {
@@ -42,9 +41,10 @@ export function addMetering(app: FastifyInstance, metering: MeteringService): vo
       return
     }
     const count = operationsFor(spec.rule, returned)
-    metering.count(request.actor.principal.accountId, spec.category, count).then(() => {
-      recordOperations(request, { category: spec.category, count })
-      done(null, payload)
-    }, done)
+    metering.count(request.actor.principal.accountId, spec.category, count)
+    recordOperations(request, { category: spec.category, count })
+    done(null, payload)
   })
+  // The counts this node has taken are stored before the store closes (it closes after the app).
+  app.addHook('onClose', async () => metering.flush())
 }

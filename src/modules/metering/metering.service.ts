@@ -4,7 +4,7 @@ import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import type { Meter } from '../../metrics/meter.js'
 import type { Executor } from '../../store/executor.js'
 import type { SettingsService } from '../settings/settings.service.js'
-import { GroupCommit } from './group-commit.js'
+import { CountBuffer } from './count-buffer.js'
 import * as repo from './metering.repo.js'
 
 /** Longest range one usage read may span: a year and a day (a leap year, both ends included). */
@@ -12,6 +12,11 @@ export const MAX_USAGE_DAYS = 366
 /** Increments per statement: 4 parameters each stays well under SQLite's 32,766. */
 const KEYS_PER_STATEMENT = 500
 const DAY_MS = 86_400_000
+/**
+ * How long a taken count may wait in memory before it is stored: the usage API and the other
+ * nodes' quota checks see it at most this late; a crash loses at most this much.
+ */
+export const COUNT_FLUSH_MS = 250
 
 export interface UsageDay {
   day: string
@@ -25,34 +30,49 @@ export const utcDay = (at: Date) => at.toISOString().slice(0, 10)
 
 /**
  * Operations metering (issue 13, part 3): counts what each request consumed per account, UTC day
- * and category (group commit: exact, stored before the response), reads usage back, and keeps
- * the account's optional daily quota.
+ * and category (taken in memory, stored within COUNT_FLUSH_MS by an upsert with increment), reads
+ * usage back, and keeps the account's optional daily quota.
  */
 export class MeteringService {
-  readonly #commit: GroupCommit
+  readonly #buffer: CountBuffer
 
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
     private readonly settings: SettingsService,
     private readonly meter: Meter,
+    /** Told when a batch of counts could not be stored (it is kept and tried again). */
+    onFlushError: (error: unknown) => void = () => {},
+    flushMs = COUNT_FLUSH_MS,
   ) {
-    this.#commit = new GroupCommit((batch) =>
-      this.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < batch.length; i += KEYS_PER_STATEMENT)
-          await repo.addAll(trx, batch.slice(i, i + KEYS_PER_STATEMENT))
-      }),
+    this.#buffer = new CountBuffer(
+      // One statement is atomic by itself (and on SQLite holds the write lock for no await);
+      // a larger batch is one transaction.
+      (batch) =>
+        batch.length <= KEYS_PER_STATEMENT
+          ? repo.addAll(this.db, batch)
+          : this.db.transaction().execute(async (trx) => {
+              for (let i = 0; i < batch.length; i += KEYS_PER_STATEMENT)
+                await repo.addAll(trx, batch.slice(i, i + KEYS_PER_STATEMENT))
+            }),
+      flushMs,
+      onFlushError,
     )
   }
 
   /**
-   * Counts `n` operations of `category` for the account today (UTC, by the clock), resolved once
-   * stored. Zero counts nothing (and writes nothing).
+   * Takes `n` operations of `category` for the account on today's UTC day (by the clock); stored
+   * within COUNT_FLUSH_MS. Zero counts nothing.
    */
-  async count(accountId: string, category: Category, n: number): Promise<void> {
+  count(accountId: string, category: Category, n: number): void {
     if (n <= 0) return
-    await this.#commit.add({ accountId, day: utcDay(this.clock.now()), category, n })
+    this.#buffer.add({ accountId, day: utcDay(this.clock.now()), category, n })
     this.meter.count('operations_consumed', { category }, n)
+  }
+
+  /** Stores every count taken so far (the app calls it when it closes; tests before reading). */
+  flush(): Promise<void> {
+    return this.#buffer.flush()
   }
 
   /**
@@ -64,7 +84,9 @@ export class MeteringService {
     const quota = await this.settings.dailyOperationsQuota(accountId)
     if (quota === null) return
     const now = this.clock.now()
-    const used = await repo.dayTotal(this.db, accountId, utcDay(now))
+    const day = utcDay(now)
+    const used =
+      (await repo.dayTotal(this.db, accountId, day)) + this.#buffer.pendingFor(accountId, day)
     if (used < quota) return
     const midnight = Math.floor(now.getTime() / DAY_MS + 1) * DAY_MS
     throw new AppError(
@@ -83,6 +105,9 @@ export class MeteringService {
    * MAX_USAGE_DAYS), zeroes included, and the range's totals per category.
    */
   async usage(accountId: string, from: string, to: string) {
+    // This node's own counts first, so a caller reads what it just consumed here. If they cannot
+    // be stored now, the usage is what is stored (they stay buffered and are tried again).
+    await this.flush().catch(() => undefined)
     const days = new Map<string, UsageDay>()
     for (let t = Date.parse(from); t <= Date.parse(to); t += DAY_MS) {
       const day = utcDay(new Date(t))
