@@ -207,11 +207,14 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   }
   const consentKeys = new ConsentKeys(consentOptions.secret)
   const freeSpace = options.freeSpace ?? FreeSpaceFloor.disabled()
+  const metering = new MeteringService(db, clock, settings, meter, options.onMeteringFlushError)
+  // A quota changed here holds here at once (other nodes read it again within QUOTA_CACHE_MS).
+  settings.onChange(async (_trx, change) => metering.forgetQuota(change.accountId))
   return {
     store,
     freeSpace,
     clock,
-    metering: new MeteringService(db, clock, settings, meter, options.onMeteringFlushError),
+    metering,
     keyring,
     blobs: options.blobStore,
     hasher,

@@ -9,6 +9,7 @@ import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps, type Deps } from '../../src/deps.js'
 import { ManualClock } from '../../src/lib/clock.js'
+import { QUOTA_CACHE_MS } from '../../src/modules/metering/metering.service.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import {
   Api,
@@ -134,6 +135,9 @@ describe(`metering across two nodes on one database (${testDialect})`, () => {
       json: { daily_operations_quota: used + 2 },
     })
     expect(put.statusCode, put.body).toBe(200)
+    // B read the account's quota (none) during the last test: it holds that at most
+    // QUOTA_CACHE_MS before reading the setting again.
+    await new Promise((r) => setTimeout(r, QUOTA_CACHE_MS + 50))
     const read = (api: Api) =>
       api.get(`/v2/vaults/${vault}/documents/${docs[0]}`, { auth: a.admin.api_key })
     expect((await read(a.api)).statusCode).toBe(200)

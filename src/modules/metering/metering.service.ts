@@ -17,6 +17,14 @@ const DAY_MS = 86_400_000
  * nodes' quota checks see it at most this late; a crash loses at most this much.
  */
 export const COUNT_FLUSH_MS = 250
+/**
+ * How long a node keeps an account's quota setting before reading it again: a change made on
+ * another node holds here at most this late (a change made here holds at once). Spares every
+ * metered read a query for a setting that rarely changes.
+ */
+export const QUOTA_CACHE_MS = 1000
+/** Accounts whose quota a node remembers at once (the cache is emptied when full). */
+const QUOTA_CACHE_ENTRIES = 10_000
 
 export interface UsageDay {
   day: string
@@ -35,6 +43,7 @@ export const utcDay = (at: Date) => at.toISOString().slice(0, 10)
  */
 export class MeteringService {
   readonly #buffer: CountBuffer
+  readonly #quotas = new Map<string, { quota: number | null; until: number }>()
 
   constructor(
     private readonly db: Executor,
@@ -81,7 +90,7 @@ export class MeteringService {
    * work: requests already running are not counted yet (the overshoot, decisions).
    */
   async checkQuota(accountId: string): Promise<void> {
-    const quota = await this.settings.dailyOperationsQuota(accountId)
+    const quota = await this.#quota(accountId)
     if (quota === null) return
     const now = this.clock.now()
     const day = utcDay(now)
@@ -98,6 +107,21 @@ export class MeteringService {
         'until the next UTC midnight',
       { retryAfterSeconds: Math.max(1, Math.ceil((midnight - now.getTime()) / 1000)) },
     )
+  }
+
+  /** Forgets the account's remembered quota (its settings changed on this node). */
+  forgetQuota(accountId: string): void {
+    this.#quotas.delete(accountId)
+  }
+
+  async #quota(accountId: string): Promise<number | null> {
+    const now = performance.now()
+    const known = this.#quotas.get(accountId)
+    if (known && known.until > now) return known.quota
+    const quota = await this.settings.dailyOperationsQuota(accountId)
+    if (this.#quotas.size >= QUOTA_CACHE_ENTRIES) this.#quotas.clear()
+    this.#quotas.set(accountId, { quota, until: now + QUOTA_CACHE_MS })
+    return quota
   }
 
   /**
