@@ -42,7 +42,7 @@ export class CountBuffer {
 
   /** Writes everything taken so far (after a write already running); rejects if it fails. */
   async flush(): Promise<void> {
-    while (this.#flushing) await this.#flushing.catch(() => undefined)
+    while (this.#flushing !== undefined) await this.#flushing.catch(() => undefined)
     if (this.#pending.size === 0) return
     // Sorted keys: two nodes lock shared rows in the same order (no deadlock on PostgreSQL).
     const batch = [...this.#pending.entries()]
