@@ -32,6 +32,8 @@ import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { healthRoutes } from './modules/health/health.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
+import { addMetering } from './modules/metering/metering.hooks.js'
+import { meteringRoutes } from './modules/metering/metering.routes.js'
 import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
@@ -104,6 +106,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     ...API_CORS,
   })
   registerAuthHooks(app, deps)
+  // After the access rule: only an allowed caller meets the quota, and only its success counts.
+  addMetering(app, deps.metering)
   // After the access rule's preHandler: only a caller allowed to write learns the disk is full.
   addFreeSpaceGuard(app, deps.freeSpace)
 
@@ -143,6 +147,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
   await settingsRoutes(app, deps.settings)
+  await meteringRoutes(app, deps.metering)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app

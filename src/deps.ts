@@ -27,6 +27,7 @@ import { GroupsService } from './modules/groups/groups.service.js'
 import { HealthService } from './modules/health/health.service.js'
 import { MessagingService, SendGridClient, TwilioClient } from './modules/messaging/index.js'
 import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
+import { MeteringService } from './modules/metering/metering.service.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
 import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
@@ -69,6 +70,8 @@ export interface Deps {
   consent: ConsentService
   health: HealthService
   settings: SettingsService
+  /** Operations metering (issue 13, part 3): counts, usage, the daily quota. */
+  metering: MeteringService
 }
 
 export interface DepsOptions {
@@ -78,6 +81,8 @@ export interface DepsOptions {
   clock?: Clock
   /** Told when a garbage BLOB object could not be deleted (it is left behind, not lost data). */
   onCleanupError?: (error: unknown, objectKey: string) => void
+  /** Told when a batch of operation counts could not be stored (kept, tried again). */
+  onMeteringFlushError?: (error: unknown) => void
   /** Tests use cheaper argon2 parameters; production keeps the OWASP ones. */
   argon2?: PasswordHasherOptions
   /** Concurrent and queued argon2 work (default 2 running, 32 waiting). */
@@ -202,10 +207,14 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   }
   const consentKeys = new ConsentKeys(consentOptions.secret)
   const freeSpace = options.freeSpace ?? FreeSpaceFloor.disabled()
+  const metering = new MeteringService(db, clock, settings, meter, options.onMeteringFlushError)
+  // A quota changed here holds here at once (other nodes read it again within QUOTA_CACHE_MS).
+  settings.onChange(async (_trx, change) => metering.forgetQuota(change.accountId))
   return {
     store,
     freeSpace,
     clock,
+    metering,
     keyring,
     blobs: options.blobStore,
     hasher,

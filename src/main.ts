@@ -153,6 +153,12 @@ async function start(
         { object_key: objectKey, error: error instanceof Error ? error.message : String(error) },
         'blob object left behind',
       ),
+    // Kept in memory and tried again at the next interval: logged, nothing lost yet.
+    onMeteringFlushError: (error) =>
+      log(
+        { error: error instanceof Error ? error.message : String(error) },
+        'operation counts not stored yet',
+      ),
   })
   await deps.keyring.assertUnlocks()
   const encrypted = await deps.users.encryptPlaintextAttributes()

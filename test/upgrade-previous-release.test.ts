@@ -216,10 +216,34 @@ function upgradeSuite(folder: string): void {
         require_mfa: false,
         password_min_length: 8,
         session_revocation_on_password_change: true,
+        // Migration 0015: no quota.
+        daily_operations_quota: null,
       })
       const groups = await call('GET', '/v1/groups', { auth: basic(fixture.bootstrap.api_key) })
       const admin = groups.json().groups.find((g: { name: string }) => g.name === 'FULL_ADMIN')
       expect(admin.policy[0].Resources).toContain('Account::.*::Settings')
+    })
+
+    it('reads the usage as zero, then counts a read (migration 0015)', async () => {
+      const auth = basic(fixture.bootstrap.api_key)
+      // Yesterday to tomorrow: the server's UTC day, whenever this runs.
+      const day = (offset: number) =>
+        new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+      const usage = async () => {
+        const res = await call(
+          'GET',
+          `/v1/accounts/${fixture.bootstrap.account_id}/usage?from=${day(-1)}&to=${day(1)}`,
+          { auth },
+        )
+        expect(res.status, res.body).toBe(200)
+        return res.json().usage.totals as Record<string, number>
+      }
+      // Nothing before this test consumed operations (logins and settings count none).
+      expect(Object.values(await usage()).every((n) => n === 0)).toBe(true)
+      const doc = fixture.vault.documents[0]?.id
+      const read = await call('GET', `/v2/vaults/${fixture.vault.id}/documents/${doc}`, { auth })
+      expect(read.status, read.body).toBe(200)
+      expect((await usage()).document_read).toBe(1)
     })
 
     it('keeps the MFA enrolment: no code is refused, a fresh code logs in', async () => {

@@ -1,3 +1,5 @@
+import type { Metering } from './metering.js'
+
 /**
  * The operation catalog: one id per route (`<resource>.<action>`), declared here once. Each
  * route names its id in `config.operation`, beside its access rule (src/http/access.ts); a route
@@ -8,7 +10,19 @@
 interface OperationSpec {
   /** The operation's name in the OpenAPI document; none for the routes no document shows. */
   readonly openapi?: string
+  /**
+   * How the operation counts in billing operations (the spec's "Operations (billing units
+   * consumed)" table); none: it counts 0. A metered route reports what it returned (see
+   * access/metering.ts); the metering feature counts it, the audit event carries it.
+   */
+  readonly metering?: Metering
 }
+
+const USER_READ = { category: 'user_read', rule: 'per_item_if_full' } as const
+const DOCUMENT_READ = { category: 'document_read', rule: 'per_item' } as const
+const DOCUMENT_LIST = { category: 'document_list', rule: 'per_item_if_full' } as const
+const DOCUMENT_SEARCH = { category: 'document_search', rule: 'one_plus_per_item_if_full' } as const
+const USER_SEARCH = { category: 'user_search', rule: 'one_plus_per_item_if_full' } as const
 
 const CATALOG = {
   // auth
@@ -19,8 +33,8 @@ const CATALOG = {
   'current_user.update': { openapi: 'updateCurrentUser' },
   // users
   'user.create': { openapi: 'createUser' },
-  'user.list': { openapi: 'listUsers' },
-  'user.read_v2': { openapi: 'readUsersV2' },
+  'user.list': { openapi: 'listUsers', metering: USER_READ },
+  'user.read_v2': { openapi: 'readUsersV2', metering: USER_READ },
   'user.read': { openapi: 'readUser' },
   'user.update': { openapi: 'updateUser' },
   'user.delete': { openapi: 'deleteUser' },
@@ -46,16 +60,17 @@ const CATALOG = {
   // account settings
   'account_settings.read': { openapi: 'readAccountSettings' },
   'account_settings.update': { openapi: 'updateAccountSettings' },
+  'account_usage.read': { openapi: 'readAccountUsage' },
   // documents
   'document.create_v2': { openapi: 'createDocumentV2' },
   'document.create': { openapi: 'createDocument' },
-  'document.list': { openapi: 'listDocuments' },
-  'document.read_v2': { openapi: 'readDocumentsV2' },
+  'document.list': { openapi: 'listDocuments', metering: DOCUMENT_LIST },
+  'document.read_v2': { openapi: 'readDocumentsV2', metering: DOCUMENT_READ },
   'document.update_v2': { openapi: 'updateDocumentV2' },
-  'document.read': { openapi: 'readDocuments' },
+  'document.read': { openapi: 'readDocuments', metering: DOCUMENT_READ },
   'document.update': { openapi: 'updateDocument' },
   'document.delete': { openapi: 'deleteDocument' },
-  'document.list_by_schema': { openapi: 'listSchemaDocuments' },
+  'document.list_by_schema': { openapi: 'listSchemaDocuments', metering: DOCUMENT_LIST },
   'document.update_owner': { openapi: 'updateDocumentOwner' },
   'document.reindex': { openapi: 'reindexDocument' },
   // BLOBs
@@ -76,10 +91,13 @@ const CATALOG = {
   'user_schema.update': { openapi: 'updateAccountUserSchema' },
   'user_schema.delete': { openapi: 'deleteAccountUserSchema' },
   // search (the legacy query alias also answers, undocumented, on the vault's path without slash)
-  'document.search': { openapi: 'searchDocuments' },
-  'document.search_legacy': { openapi: 'searchDocumentsLegacy' },
-  'document.search_legacy_query': { openapi: 'searchDocumentsLegacyQuery' },
-  'user.search': { openapi: 'searchUsers' },
+  'document.search': { openapi: 'searchDocuments', metering: DOCUMENT_SEARCH },
+  'document.search_legacy': { openapi: 'searchDocumentsLegacy', metering: DOCUMENT_SEARCH },
+  'document.search_legacy_query': {
+    openapi: 'searchDocumentsLegacyQuery',
+    metering: DOCUMENT_SEARCH,
+  },
+  'user.search': { openapi: 'searchUsers', metering: USER_SEARCH },
   // scoped access tokens
   'scoped_access_token.create': { openapi: 'createScopedAccessToken' },
   'scoped_access_token.list': { openapi: 'listScopedAccessTokens' },

@@ -1,3 +1,5 @@
+import type { Category } from '../access/metering.js'
+
 /**
  * What services count and time, without knowing how it is exported (metrics/prometheus.ts does
  * that): services receive a Meter through their dependencies and never import prom-client.
@@ -19,6 +21,8 @@ export interface MeterCounters {
   blob_objects_missing: { store: 'fs' | 's3' }
   /** A write refused 507 because free space was under COFFER_MIN_FREE_BYTES. */
   storage_floor_refusals: Record<string, never>
+  /** Billing operations consumed (issue 13), by category; never by account (cardinality). */
+  operations_consumed: { category: Category }
 }
 
 export interface MeterHistograms {

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { CATEGORIES } from '../access/metering.js'
 import type { Meter, MeterCounters, MeterHistograms } from './meter.js'
 
 /** A database pool's occupancy (PostgreSQL; SQLite has no pool). */
@@ -22,6 +23,7 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
   blob_bytes: [{ direction: 'in' }, { direction: 'out' }],
   blob_objects_missing: [{ store: 'fs' }, { store: 's3' }],
   storage_floor_refusals: [{}],
+  operations_consumed: CATEGORIES.map((category) => ({ category })),
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -32,6 +34,8 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
   blob_bytes: 'BLOB content bytes received (in) and served (out)',
   blob_objects_missing: 'Downloads refused because the BLOB store lacks the object a BLOB names',
   storage_floor_refusals: 'Writes refused 507 because free space was under COFFER_MIN_FREE_BYTES',
+  operations_consumed:
+    'Billing operations consumed (the spec table), by category, all accounts together',
 }
 
 /**

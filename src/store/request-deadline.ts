@@ -45,6 +45,14 @@ export function runWithDeadline<T>(deadline: Deadline, fn: () => T): T {
   return storage.run(deadline, fn)
 }
 
+/**
+ * Runs `fn` under no request's deadline: work shared by many requests (a group commit) must not
+ * be refused because the one request that happened to start it ran out of time.
+ */
+export function outsideDeadline<T>(fn: () => T): T {
+  return storage.exit(fn)
+}
+
 export function currentDeadline(): Deadline | undefined {
   return storage.getStore()
 }

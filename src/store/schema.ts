@@ -287,12 +287,25 @@ export interface AccountSettingsTable {
   require_mfa: number
   password_min_length: number
   session_revocation_on_password_change: number
+  /** Operations an account may consume per UTC day (migration 0015); null: no quota. */
+  daily_operations_quota: number | string | null
   updated_at: string
+}
+
+/** Operations consumed per account, UTC day and billing category (migration 0015). */
+export interface OperationCountsTable {
+  account_id: string
+  /** `YYYY-MM-DD`, UTC. */
+  day: string
+  category: string
+  /** A bigint: PostgreSQL hands it back as text. */
+  n: number | string
 }
 
 export interface Database {
   accounts: AccountsTable
   account_settings: AccountSettingsTable
+  operation_counts: OperationCountsTable
   bootstrap: BootstrapTable
   users: UsersTable
   credentials: CredentialsTable

@@ -80,6 +80,8 @@ export interface TestAppOptions {
   tls?: AppOptions['tls']
   /** HSTS max-age (default the production one year). */
   hstsMaxAgeSeconds?: number
+  /** Hooks a test adds to the app before it is ready (e.g. to read what a request recorded). */
+  beforeReady?: (app: FastifyInstance) => void
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -123,6 +125,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       : {}),
   })
   const responses = watchResponses(app)
+  options.beforeReady?.(app)
   await app.ready()
   const api = new Api(app, responses)
   const newAccount = async (): Promise<Admin> => {

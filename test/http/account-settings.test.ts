@@ -20,6 +20,7 @@ const DEFAULTS = {
   require_mfa: false,
   password_min_length: 8,
   session_revocation_on_password_change: true,
+  daily_operations_quota: null,
 }
 
 let t: TestApp
@@ -87,6 +88,7 @@ describe('account settings: reading and changing', () => {
       other.account_id,
     )
     const expected = {
+      ...DEFAULTS,
       max_access_token_duration_seconds: null,
       require_mfa: true,
       password_min_length: 12,
@@ -139,7 +141,7 @@ describe('account settings: every bad input is a 400 naming the field', () => {
     const res = await change({ require_mfa: true, max_token_life: 60 })
     expectInvalid(
       res,
-      'max_token_life is not an account setting (the settings are max_access_token_duration_seconds, require_mfa, password_min_length, session_revocation_on_password_change)',
+      'max_token_life is not an account setting (the settings are max_access_token_duration_seconds, require_mfa, password_min_length, session_revocation_on_password_change, daily_operations_quota)',
     )
     expect((await read({ auth: t.admin.api_key })).json().settings.require_mfa).toBe(false)
   })
@@ -147,7 +149,7 @@ describe('account settings: every bad input is a 400 naming the field', () => {
   it('a body that names no setting, or is no JSON object, is refused', async () => {
     expectInvalid(
       await change({}),
-      'body must name at least one of max_access_token_duration_seconds, require_mfa, password_min_length, session_revocation_on_password_change',
+      'body must name at least one of max_access_token_duration_seconds, require_mfa, password_min_length, session_revocation_on_password_change, daily_operations_quota',
     )
     expectInvalid(await change([{ require_mfa: true }]), 'body must be a JSON object of settings')
     const noBody = await t.api.put(path(), { auth: t.admin.api_key })

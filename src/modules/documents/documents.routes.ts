@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { reportReturned } from '../../access/returned.js'
 import { errors } from '../../lib/errors.js'
 import { decodeBase64Json, encodeBase64Json, isTrue, parseIdList } from '../../lib/input.js'
 import { createItem, resource } from '../../policy/index.js'
@@ -119,6 +120,7 @@ export async function documentRoutes(
     async (req) => {
       const ids = idsOf(req.params.document_ids)
       const docs = await documents.getMany(req.actor, vaultOf(req), ids)
+      reportReturned(req, { items: docs.length, full: true })
       return { documents: docs.map(({ row, content }) => ({ ...meta(row), document: content })) }
     },
   )
@@ -138,6 +140,7 @@ export async function documentRoutes(
     async (req, reply) => {
       const ids = idsOf(req.params.document_ids)
       const docs = await documents.getMany(req.actor, vaultOf(req), ids)
+      reportReturned(req, { items: docs.length, full: true })
       // Old SDKs asked for the same id twice to get the array form: count the ids as sent.
       const requested = req.params.document_ids.split(',').filter((id) => id.trim() !== '').length
       if (requested === 1 && docs[0]) {
@@ -168,6 +171,7 @@ export async function documentRoutes(
       full,
       ...(schemaId !== undefined ? { schemaId } : {}),
     })
+    reportReturned(req, { items: items.length, full })
     return {
       data: {
         items: items.map(({ row, content }) => ({

@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { reportReturned } from '../../access/returned.js'
 import { readFormBodyOnGet } from '../../http/bodyless-form.js'
 import { clientGoneAlready } from '../../http/connections.js'
 import { errors } from '../../lib/errors.js'
@@ -82,14 +83,12 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         }),
       },
     },
-    handler: async (req: FastifyRequest, reply: FastifyReply) => ({
-      data: await search.searchVault(
-        req.actor,
-        vaultOf(req),
-        vaultOption.get(req),
-        clientGone(req, reply),
-      ),
-    }),
+    handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      const option = vaultOption.get(req)
+      const data = await search.searchVault(req.actor, vaultOf(req), option, clientGone(req, reply))
+      reportReturned(req, { items: data.documents.length, full: option.full })
+      return { data }
+    },
   }
   const summary = "Search a vault's documents under a schema (docs/search.md)"
   const documentedBody = { openapi: { body: DocumentedSearchBody } }
@@ -157,8 +156,11 @@ export async function searchRoutes(app: FastifyInstance, search: SearchService):
         access: { policy: () => ({ readAny: resource('User', '') }) },
       },
     },
-    async (req, reply) => ({
-      data: await search.searchUsers(req.actor, userOption.get(req), clientGone(req, reply)),
-    }),
+    async (req, reply) => {
+      const option = userOption.get(req)
+      const data = await search.searchUsers(req.actor, option, clientGone(req, reply))
+      reportReturned(req, { items: data.documents.length, full: option.full })
+      return { data }
+    },
   )
 }

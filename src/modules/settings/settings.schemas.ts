@@ -1,6 +1,10 @@
 import { Type } from 'typebox'
 import { responses, success, Uuid } from '../../http/schemas.js'
-import { PASSWORD_MIN_LENGTH, TOKEN_CAP_SECONDS } from './settings.service.js'
+import {
+  DAILY_OPERATIONS_QUOTA,
+  PASSWORD_MIN_LENGTH,
+  TOKEN_CAP_SECONDS,
+} from './settings.service.js'
 
 export const AccountParams = Type.Object({ account_id: Uuid })
 
@@ -27,11 +31,21 @@ const revocation = {
     "A new password ends the user's access tokens, except the one the change was made with.",
 }
 
+const quota = {
+  description:
+    'Operations (billing units) the account may consume per UTC day; a request that would ' +
+    'consume operations once the day’s count has reached it is refused 429 ' +
+    '`OPERATIONS_QUOTA_EXCEEDED` until the next UTC midnight. null: no quota.',
+  minimum: DAILY_OPERATIONS_QUOTA.min,
+  maximum: DAILY_OPERATIONS_QUOTA.max,
+}
+
 export const Settings = Type.Object({
   max_access_token_duration_seconds: Type.Union([Type.Integer(tokenCap), Type.Null()]),
   require_mfa: Type.Boolean(requireMfa),
   password_min_length: Type.Integer(minLength),
   session_revocation_on_password_change: Type.Boolean(revocation),
+  daily_operations_quota: Type.Union([Type.Integer(quota), Type.Null()]),
 })
 
 /**
@@ -47,6 +61,7 @@ export const SettingsPatchBody = Type.Object(
     require_mfa: Type.Optional(Type.Boolean(requireMfa)),
     password_min_length: Type.Optional(Type.Integer(minLength)),
     session_revocation_on_password_change: Type.Optional(Type.Boolean(revocation)),
+    daily_operations_quota: Type.Optional(Type.Union([Type.Integer(quota), Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -15,6 +15,8 @@ export interface AccountSettings {
   password_min_length: number
   /** A new password ends the user's other access tokens. */
   session_revocation_on_password_change: boolean
+  /** Operations the account may consume per UTC day (the metering feature); null: no quota. */
+  daily_operations_quota: number | null
 }
 
 /** What an account has until it changes a setting (and what accounts of earlier releases have). */
@@ -23,6 +25,7 @@ export const DEFAULT_SETTINGS: Readonly<AccountSettings> = Object.freeze({
   require_mfa: false,
   password_min_length: 8,
   session_revocation_on_password_change: true,
+  daily_operations_quota: null,
 })
 
 /**
@@ -35,6 +38,11 @@ export const TOKEN_CAP_SECONDS = { min: 60, max: 365 * 24 * 60 * 60 }
  * policy anyone can follow (passwords may be up to 1,024 characters).
  */
 export const PASSWORD_MIN_LENGTH = { min: 8, max: 128 }
+/**
+ * A quota of 0 would refuse every metered read (lock the data away, not meter it); above a
+ * trillion a day no deployment can serve it, and null says "no quota" plainly.
+ */
+export const DAILY_OPERATIONS_QUOTA = { min: 1, max: 1_000_000_000_000 }
 
 const SETTING_NAMES = Object.keys(DEFAULT_SETTINGS) as (keyof AccountSettings)[]
 
@@ -72,6 +80,12 @@ export class SettingsService {
   }
 
   /** The account's cap on access-token life in seconds, or null (auth's `TokenCapSource`). */
+  /** The account's daily operations quota, or null (the metering feature's quota check). */
+  async dailyOperationsQuota(accountId: string, db: Executor = this.db): Promise<number | null> {
+    const row = await repo.find(db, accountId)
+    return row?.daily_operations_quota == null ? null : Number(row.daily_operations_quota)
+  }
+
   async tokenCapSeconds(accountId: string, db: Executor = this.db): Promise<number | null> {
     return (await this.get(accountId, db)).max_access_token_duration_seconds
   }
@@ -138,6 +152,8 @@ function view(row: repo.SettingsRow | undefined): AccountSettings {
     require_mfa: Number(row.require_mfa) === 1,
     password_min_length: Number(row.password_min_length),
     session_revocation_on_password_change: Number(row.session_revocation_on_password_change) === 1,
+    daily_operations_quota:
+      row.daily_operations_quota === null ? null : Number(row.daily_operations_quota),
   }
 }
 
@@ -150,6 +166,7 @@ function toColumns(s: Partial<AccountSettings>): repo.SettingsPatch {
   if (s.password_min_length !== undefined) out.password_min_length = s.password_min_length
   if (s.session_revocation_on_password_change !== undefined)
     out.session_revocation_on_password_change = s.session_revocation_on_password_change ? 1 : 0
+  if (s.daily_operations_quota !== undefined) out.daily_operations_quota = s.daily_operations_quota
   return out
 }
 
@@ -178,6 +195,14 @@ export function parseSettingsPatch(body: unknown): Partial<AccountSettings> {
           throw errors.invalidField(
             field,
             `must be null (no cap) or an integer from ${TOKEN_CAP_SECONDS.min} to ${TOKEN_CAP_SECONDS.max}`,
+          )
+        patch[field] = value as number | null
+        break
+      case 'daily_operations_quota':
+        if (value !== null && !integerIn(value, DAILY_OPERATIONS_QUOTA))
+          throw errors.invalidField(
+            field,
+            `must be null (no quota) or an integer from ${DAILY_OPERATIONS_QUOTA.min} to ${DAILY_OPERATIONS_QUOTA.max}`,
           )
         patch[field] = value as number | null
         break

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { CredentialKind } from '../../access/principal.js'
+import { reportReturned } from '../../access/returned.js'
 import { ANY_CREDENTIAL, API_KEY_ONLY, USER_CREDENTIALS } from '../../http/access.js'
 import { FullQuery } from '../../http/schemas.js'
 import { errors } from '../../lib/errors.js'
@@ -239,9 +240,9 @@ export async function userRoutes(
       const ids = parseIdList(req.params.user_ids, 'user_ids', MAX_IDS)
       if (ids.length === 0) throw errors.invalidField('user_ids', 'must name at least one user')
       const rows = await users.getMany(req.actor, ids)
-      return {
-        users: await views(req.actor.principal.accountId, rows, isTrue(req.query.full), 'json'),
-      }
+      const full = isTrue(req.query.full)
+      reportReturned(req, { items: rows.length, full })
+      return { users: await views(req.actor.principal.accountId, rows, full, 'json') }
     },
   )
 
@@ -286,9 +287,9 @@ export async function userRoutes(
     },
     async (req) => {
       const rows = await users.list(req.actor, listStatuses(req.query.status))
-      return {
-        users: await views(req.actor.principal.accountId, rows, isTrue(req.query.full), 'base64'),
-      }
+      const full = isTrue(req.query.full)
+      reportReturned(req, { items: rows.length, full })
+      return { users: await views(req.actor.principal.accountId, rows, full, 'base64') }
     },
   )
 
