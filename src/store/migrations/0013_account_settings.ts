@@ -3,50 +3,31 @@ import { type Kysely, sql } from 'kysely'
 // biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema as it was then
 type Db = Kysely<any>
 
-/** The full-access policy the bootstrap admin group got from 0001 up to this release. */
-const FULL_ACCESS_BEFORE = JSON.stringify([
-  {
-    Resources: [
-      'Vault::.*',
-      'Vault::.*::Document::.*',
-      'Vault::.*::Blob::.*',
-      'Vault::.*::Schema::.*',
-      'Vault::.*::Search::.*',
-      'User::.*',
-      'User::.*::Password',
-      'User::.*::Message',
-      'UserSchema::.*',
-      'Group::.*',
-      'Group::.*::GroupMembership::.*',
-      'PasswordResetFlow::.*',
-      'PasswordResetFlow::.*::Email::.*',
-    ],
-    Activities: 'CRUD',
-  },
-])
+/** The resources of the full-access policy the bootstrap admin group got from 0001 up to this release. */
+const FULL_ACCESS_RESOURCES_BEFORE = [
+  'Vault::.*',
+  'Vault::.*::Document::.*',
+  'Vault::.*::Blob::.*',
+  'Vault::.*::Schema::.*',
+  'Vault::.*::Search::.*',
+  'User::.*',
+  'User::.*::Password',
+  'User::.*::Message',
+  'UserSchema::.*',
+  'Group::.*',
+  'Group::.*::GroupMembership::.*',
+  'PasswordResetFlow::.*',
+  'PasswordResetFlow::.*::Email::.*',
+]
+
+/** A one-statement CRUD policy as stored (the JSON text is compared byte for byte). */
+const crudPolicy = (resources: string[]) =>
+  JSON.stringify([{ Resources: resources, Activities: 'CRUD' }])
+
+const FULL_ACCESS_BEFORE = crudPolicy(FULL_ACCESS_RESOURCES_BEFORE)
 
 /** The same policy with the account's security settings, as new accounts now get it. */
-const FULL_ACCESS_AFTER = JSON.stringify([
-  {
-    Resources: [
-      'Vault::.*',
-      'Vault::.*::Document::.*',
-      'Vault::.*::Blob::.*',
-      'Vault::.*::Schema::.*',
-      'Vault::.*::Search::.*',
-      'User::.*',
-      'User::.*::Password',
-      'User::.*::Message',
-      'UserSchema::.*',
-      'Group::.*',
-      'Group::.*::GroupMembership::.*',
-      'PasswordResetFlow::.*',
-      'PasswordResetFlow::.*::Email::.*',
-      'Account::.*::Settings',
-    ],
-    Activities: 'CRUD',
-  },
-])
+const FULL_ACCESS_AFTER = crudPolicy([...FULL_ACCESS_RESOURCES_BEFORE, 'Account::.*::Settings'])
 
 /**
  * Account security settings (issue 13, part 2): one row per account that changed a setting; no
