@@ -32,6 +32,9 @@ type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
 /** Each TLS server's open HTTP/2 sessions: closed gracefully when its app closes. */
 const sessionsOf = new WeakMap<object, Set<Http2Session>>()
 
+/** Streams one HTTP/2 connection may have open at once (nginx: 128). */
+export const MAX_CONCURRENT_STREAMS = 100
+
 /**
  * The Fastify options that make an app a TLS listener. The server comes from our factory, so
  * it is the app's only one: given `localhost`, Fastify binds every address the name resolves
@@ -40,9 +43,6 @@ const sessionsOf = new WeakMap<object, Set<Http2Session>>()
  * with a factory it binds the name's first address only, as the listen check and the
  * production rule (transport-guard.ts) assume.
  */
-/** Streams one HTTP/2 connection may have open at once (nginx: 128). */
-export const MAX_CONCURRENT_STREAMS = 100
-
 export function fastifyTlsOptions(material: TlsMaterial): {
   http2: true
   https: TlsServerOptions
