@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { TrustProxy } from './config.js'
 import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
+import { markAuditHandlerPhase, registerAuditContext } from './http/audit.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
@@ -103,9 +104,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,
     ...API_CORS,
   })
+  // Before authentication, whose refusals are audited too (http/audit.ts).
+  if (deps.audit) registerAuditContext(app, deps.audit, deps.meter)
   registerAuthHooks(app, deps)
   // After the access rule's preHandler: only a caller allowed to write learns the disk is full.
   addFreeSpaceGuard(app, deps.freeSpace)
+  // Last of the guards: from here the request's first write carries its audit event.
+  if (deps.audit) markAuditHandlerPhase(app)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The
   // small hooks below use callbacks: an async hook costs a promise per request on the hot path.

@@ -1,3 +1,4 @@
+import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
 import { FsBlobStore } from './blob/fs-blob-store.js'
 import { S3BlobStore } from './blob/s3-blob-store.js'
@@ -69,6 +70,10 @@ export interface Deps {
   consent: ConsentService
   health: HealthService
   settings: SettingsService
+  /** The audit trail's group commit; null only when COFFER_AUDIT=off (benchmarks, never production). */
+  audit: AuditWriter | null
+  /** Where services count and time what metrics show. */
+  meter: Meter
 }
 
 export interface DepsOptions {
@@ -108,6 +113,8 @@ export interface DepsOptions {
   readyTimeoutMs?: number
   /** The free-space floor of the data folders (default: none, writes never refused by it). */
   freeSpace?: FreeSpaceFloor
+  /** False: no audit trail (COFFER_AUDIT=off, benchmarks only; refused in production). */
+  audit?: boolean
 }
 
 /** The blob store the configuration names. */
@@ -204,6 +211,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const freeSpace = options.freeSpace ?? FreeSpaceFloor.disabled()
   return {
     store,
+    audit: options.audit === false ? null : new AuditWriter(db, store.dialect, meter),
+    meter,
     freeSpace,
     clock,
     keyring,

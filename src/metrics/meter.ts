@@ -19,6 +19,8 @@ export interface MeterCounters {
   blob_objects_missing: { store: 'fs' | 's3' }
   /** A write refused 507 because free space was under COFFER_MIN_FREE_BYTES. */
   storage_floor_refusals: Record<string, never>
+  /** Audit events stored (`ok`) or that could not be (`failed`), by how: with a write or batched. */
+  audit_appends: { outcome: 'ok' | 'failed'; path: 'write' | 'batch' }
 }
 
 export interface MeterHistograms {

@@ -22,6 +22,12 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
   blob_bytes: [{ direction: 'in' }, { direction: 'out' }],
   blob_objects_missing: [{ store: 'fs' }, { store: 's3' }],
   storage_floor_refusals: [{}],
+  audit_appends: [
+    { outcome: 'ok', path: 'write' },
+    { outcome: 'ok', path: 'batch' },
+    { outcome: 'failed', path: 'write' },
+    { outcome: 'failed', path: 'batch' },
+  ],
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -32,6 +38,8 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
   blob_bytes: 'BLOB content bytes received (in) and served (out)',
   blob_objects_missing: 'Downloads refused because the BLOB store lacks the object a BLOB names',
   storage_floor_refusals: 'Writes refused 507 because free space was under COFFER_MIN_FREE_BYTES',
+  audit_appends:
+    'Audit events stored or failed to store (with a write, or in a group-commit batch)',
 }
 
 /**

@@ -56,3 +56,8 @@ export function currentDeadline(): Deadline | undefined {
 export function isRollback(sqlText: string): boolean {
   return /^\s*rollback\b/i.test(sqlText)
 }
+
+/** Runs `fn` outside any request's deadline (work shared by several requests). */
+export function outsideDeadline<T>(fn: () => T): T {
+  return storage.exit(fn)
+}

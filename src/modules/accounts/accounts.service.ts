@@ -12,8 +12,9 @@ import * as repo from './accounts.repo.js'
 
 /**
  * Every resource row of the spec's access grid, with every activity, and the account's security
- * settings (`Account::<id>::Settings`, R and U; issue 13). Migration 0013 gives the same to
- * groups of earlier releases that still hold exactly the policy before it.
+ * settings (`Account::<id>::Settings`, R and U; issue 13) and the account's audit trail (`Audit::`,
+ * read through R). Migrations 0013 and 0014 give the same to groups of earlier releases that
+ * still hold exactly the policy before each.
  */
 export const FULL_ACCESS_POLICY: PolicyStatement[] = [
   {
@@ -32,6 +33,7 @@ export const FULL_ACCESS_POLICY: PolicyStatement[] = [
       'PasswordResetFlow::.*',
       'PasswordResetFlow::.*::Email::.*',
       'Account::.*::Settings',
+      'Audit::',
     ],
     Activities: 'CRUD',
   },
