@@ -3,6 +3,10 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
+import { type CliCommand, runAudited } from './audit/cli.js'
+import { parseAuditExportArgs, runAuditExport } from './audit/export.js'
+import { verifyChains } from './audit/verify.js'
+import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
 import { type BlobStoreTarget, checkBlobStoreAtStart } from './blob/startup-check.js'
 import {
@@ -54,6 +58,11 @@ commands:
   keys rotate      re-wrap every data key under a new master key (content is not rewritten)
   mfa reset <account_id> <user_id>
                    unenroll a user from MFA (recovery after a lost device); prints JSON
+  audit verify [--account <id>]
+                   check the audit trail's hash chains; names each changed, removed or
+                   reordered event (exit code 2 when one is found)
+  audit export --format jsonl|csv [--account <id>] [--from <iso>] [--to <iso>] [--out <file>]
+                   write audit events to stdout (or a file)
 ${CONSENT_USAGE}`
 
 async function open(config: Config): Promise<Store> {
@@ -389,7 +398,11 @@ async function rotateKeys(config: Config): Promise<void> {
       rmSync(staged, { force: true })
       writeKeyFile(staged, next)
     }
-    const rotated = await rotateMasterKey(store, current, next)
+    const rotated = await runAudited(
+      new AuditWriter(store.db, store.dialect),
+      { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
+      () => rotateMasterKey(store, current, next),
+    )
     if (toFile) renameSync(staged, config.masterKeyFile)
     const result = {
       rotated_data_keys: rotated,
@@ -411,6 +424,18 @@ function serveMode(args: string[], configured: ServeMode): ServeMode {
     throw new Error('serve takes only --only api|consent|both')
   }
   return value as ServeMode
+}
+
+/** Runs a data-changing command under the audit trail (audit/cli.ts). */
+function audited<T>(deps: Deps, command: CliCommand, fn: () => Promise<T>): Promise<T> {
+  return runAudited(deps.audit ?? new AuditWriter(deps.store.db, deps.store.dialect), command, fn)
+}
+
+/** `--account <id>` (or none: every chain). */
+function auditAccountArg(args: string[]): string | undefined {
+  if (args.length === 0) return undefined
+  if (args.length === 2 && args[0] === '--account' && args[1] !== undefined) return args[1]
+  throw new Error('audit verify takes only --account <account_id>')
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -436,8 +461,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'account' && sub === 'create') {
     const { store, deps } = await start(config, stderrLog)
-    const credentials = await deps.accounts.createWithAdmin()
-    await store.close()
+    const credentials = await audited(
+      deps,
+      { operation: 'cli.account.create', route: 'coffer account create' },
+      () => deps.accounts.createWithAdmin(),
+    ).finally(() => store.close())
     process.stdout.write(`${JSON.stringify(credentials, null, 2)}\n`)
     return 0
   }
@@ -449,7 +477,16 @@ async function main(argv: string[]): Promise<number> {
     }
     const { store, deps } = await start(config, stderrLog)
     try {
-      await deps.mfa.reset(accountId.toLowerCase(), userId.toLowerCase())
+      await audited(
+        deps,
+        {
+          operation: 'cli.mfa.reset',
+          route: 'coffer mfa reset <account_id> <user_id>',
+          accountId: accountId.toLowerCase(),
+          userId: userId.toLowerCase(),
+        },
+        () => deps.mfa.reset(accountId.toLowerCase(), userId.toLowerCase()),
+      )
     } finally {
       await store.close()
     }
@@ -465,7 +502,33 @@ async function main(argv: string[]): Promise<number> {
     const args = parseExportArgs(argv.slice(2))
     const store = await open(config)
     try {
-      await runConsentExport(config, store, args)
+      await runAudited(
+        new AuditWriter(store.db, store.dialect),
+        { operation: 'cli.consent.export', route: 'coffer consent export' },
+        () => runConsentExport(config, store, args),
+      )
+    } finally {
+      await store.close()
+    }
+    return 0
+  }
+  if (command === 'audit' && sub === 'verify') {
+    const accountId = auditAccountArg(argv.slice(2))
+    const store = await open(config)
+    try {
+      const report = await verifyChains(store.db, accountId)
+      process.stdout.write(
+        `${JSON.stringify({ ok: report.problems.length === 0, ...report }, null, 2)}\n`,
+      )
+      return report.problems.length === 0 ? 0 : 2
+    } finally {
+      await store.close()
+    }
+  }
+  if (command === 'audit' && sub === 'export') {
+    const store = await open(config)
+    try {
+      await runAuditExport(store.db, parseAuditExportArgs(argv.slice(2)))
     } finally {
       await store.close()
     }

@@ -1,3 +1,4 @@
+import { auditSubject } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import { randomSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
@@ -90,6 +91,8 @@ export class AccountsService {
   async createWithAdmin(options: CreateOptions = {}): Promise<AccountCredentials | null> {
     const username = options.username ?? 'admin'
     const accountId = newId()
+    // The command that creates it (`coffer account create`, first start) files its event there.
+    auditSubject(accountId)
     const createdAt = this.clock.now().toISOString()
     const dataKey = this.keyring.newAccountKey(accountId)
     const password = randomSecret(18)
