@@ -27,6 +27,7 @@ import { addShutdownGate } from './http/shutdown.js'
 import type { TlsMaterial } from './http/tls-material.js'
 import { fastifyTlsOptions, prepareTlsServer } from './http/tls-server.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
+import { auditRoutes } from './modules/audit/audit.routes.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
@@ -148,6 +149,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.addHook('onClose', async () => deps.passwordResets.idle())
   await mfaRoutes(app, deps.mfa)
   await settingsRoutes(app, deps.settings)
+  await auditRoutes(app, deps.auditEvents)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app

@@ -15,6 +15,7 @@ import { Indexer } from './indexing/indexer.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { type Meter, noopMeter } from './metrics/meter.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
+import { AuditService } from './modules/audit/audit.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
 import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
@@ -72,6 +73,8 @@ export interface Deps {
   settings: SettingsService
   /** The audit trail's group commit; null only when COFFER_AUDIT=off (benchmarks, never production). */
   audit: AuditWriter | null
+  /** Reads of the trail (`GET /v1/audit_events`). */
+  auditEvents: AuditService
   /** Where services count and time what metrics show. */
   meter: Meter
 }
@@ -212,6 +215,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   return {
     store,
     audit: options.audit === false ? null : new AuditWriter(db, store.dialect, meter),
+    auditEvents: new AuditService(db),
     meter,
     freeSpace,
     clock,
