@@ -171,3 +171,14 @@ describe('config: login flood protection and proxy trust', () => {
     )
   })
 })
+
+describe('COFFER_AUDIT (issue 13): off for benchmarks only', () => {
+  it('is on by default, may be turned off outside production, never in it', () => {
+    expect(loadConfig({}).audit).toBe(true)
+    expect(loadConfig({ COFFER_AUDIT: 'off' }).audit).toBe(false)
+    expect(problemsOf({ COFFER_AUDIT: 'no' })).toEqual(['COFFER_AUDIT must be on or off'])
+    expect(problemsOf({ COFFER_AUDIT: 'off', COFFER_ENV: 'production' })).toContain(
+      'COFFER_AUDIT=off is for benchmarks only and is refused when COFFER_ENV=production',
+    )
+  })
+})

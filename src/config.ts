@@ -31,6 +31,11 @@ export interface Config {
   /** Largest request body outside BLOB uploads. */
   bodyLimitBytes: number
   env: 'development' | 'production'
+  /**
+   * COFFER_AUDIT: `on` (default) or `off`. Off exists for benchmarks only (audit on vs off) and
+   * is UNSAFE: nothing is audited. Refused when COFFER_ENV=production.
+   */
+  audit: boolean
   /** Base64 of the 32-byte master key, when given in the environment. */
   masterKey: string | undefined
   /** `coffer keys rotate` only: the key to rotate to (else one is generated into the key file). */
@@ -566,6 +571,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(tokenMaxDays) || tokenMaxDays < 1 || tokenMaxDays > 3650) {
     problems.push('COFFER_ACCESS_TOKEN_MAX_DAYS must be an integer from 1 to 3650')
   }
+  const auditSetting = env.COFFER_AUDIT || 'on'
+  if (auditSetting !== 'on' && auditSetting !== 'off')
+    problems.push('COFFER_AUDIT must be on or off')
+  else if (auditSetting === 'off' && appEnv === 'production')
+    problems.push(
+      'COFFER_AUDIT=off is for benchmarks only and is refused when COFFER_ENV=production',
+    )
   const serve = (env.COFFER_SERVE || 'both') as ServeMode
   if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
   const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
@@ -615,6 +627,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? listenHost('COFFER_CONSENT_HOST', env.COFFER_CONSENT_HOST, '', problems)
       : host,
     serve,
+    audit: auditSetting !== 'off',
     storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
     storefrontMaxSkewSeconds: skew,
     consentJwtSecret,

@@ -149,6 +149,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    audit: config.audit,
     readyTimeoutMs: config.operations.readyTimeoutMs,
     freeSpace: freeSpaceFloor(config, meter),
     onResetEmailError: (error, { flowId }) =>
