@@ -9,6 +9,13 @@ import type { AuditEventInput, ChainedEvent } from './event.js'
 /** Most events one group-commit transaction stores (bounds its statement: 22 values each). */
 export const AUDIT_BATCH_MAX = 256
 
+/**
+ * PostgreSQL: flushes that may run at once. They meet at the chain heads' row locks, but each
+ * one's round trips (begin, lock, insert, commit and its fsync) overlap the others' instead of
+ * queueing behind them. SQLite has one connection and one writer: one flush.
+ */
+export const AUDIT_FLUSHES_MAX_PG = 4
+
 /** Told of every event once it is stored (the optional streaming copy, audit/sink.ts). */
 export type AuditListener = (events: readonly ChainedEvent[]) => void
 
@@ -25,20 +32,26 @@ interface Pending {
 
 /**
  * Group commit (issue 13): events of requests that wrote nothing — reads, refusals, errors —
- * are stored several per transaction. One flush runs at a time; events that arrive meanwhile
- * wait for the next, which takes up to AUDIT_BATCH_MAX of them. A request's answer waits for
+ * are stored several per transaction. A flush takes up to AUDIT_BATCH_MAX queued events; events
+ * that arrive while every flush is busy wait for the next batch (one flush at a time on SQLite,
+ * AUDIT_FLUSHES_MAX_PG on PostgreSQL). A request's answer waits for
  * its batch; a failed batch fails every request in it (503 AUDIT_UNAVAILABLE).
  */
 export class AuditWriter {
   readonly #queue: Pending[] = []
-  #flushing = false
+  /** Flushes running now (at most #maxFlushes). */
+  #active = 0
   #listener: AuditListener | undefined
+
+  readonly #maxFlushes: number
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: ChainDialect,
     private readonly meter: Meter = noopMeter,
-  ) {}
+  ) {
+    this.#maxFlushes = dialect === 'postgres' ? AUDIT_FLUSHES_MAX_PG : 1
+  }
 
   /** Another listener is told after each stored batch and write (best effort, never awaited). */
   onStored(listener: AuditListener): void {
@@ -53,8 +66,8 @@ export class AuditWriter {
   append(event: AuditEventInput): Promise<void> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ event, resolve, reject })
-      if (!this.#flushing) {
-        this.#flushing = true
+      if (this.#active < this.#maxFlushes) {
+        this.#active++
         // Not in the context of the request that started it: the flush serves many requests,
         // and must not end at that one's deadline or carry its audit state.
         outsideAudit(() => outsideDeadline(() => setImmediate(() => void this.#flush())))
@@ -64,7 +77,7 @@ export class AuditWriter {
 
   /** Resolves once everything queued so far is stored (or failed). */
   async idle(): Promise<void> {
-    while (this.#flushing) await new Promise((r) => setTimeout(r, 5))
+    while (this.#active > 0) await new Promise((r) => setTimeout(r, 5))
   }
 
   async #flush(): Promise<void> {
@@ -82,7 +95,7 @@ export class AuditWriter {
         }
       }
     } finally {
-      this.#flushing = false
+      this.#active--
     }
   }
 
