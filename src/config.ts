@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
+import { parseAuditSink, type SinkTarget } from './audit/sink.js'
 import {
   type BlobSettings,
   blobSettings,
@@ -36,6 +37,8 @@ export interface Config {
    * is UNSAFE: nothing is audited. Refused when COFFER_ENV=production.
    */
   audit: boolean
+  /** COFFER_AUDIT_SINK: where stored events are also copied (audit/sink.ts); db is always on. */
+  auditSink: SinkTarget[]
   /** Base64 of the 32-byte master key, when given in the environment. */
   masterKey: string | undefined
   /** `coffer keys rotate` only: the key to rotate to (else one is generated into the key file). */
@@ -578,6 +581,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(
       'COFFER_AUDIT=off is for benchmarks only and is refused when COFFER_ENV=production',
     )
+  const auditSink = parseAuditSink(env.COFFER_AUDIT_SINK)
+  if (typeof auditSink === 'string') problems.push(auditSink)
   const serve = (env.COFFER_SERVE || 'both') as ServeMode
   if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
   const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
@@ -628,6 +633,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : host,
     serve,
     audit: auditSetting !== 'off',
+    auditSink: typeof auditSink === 'string' ? [] : auditSink,
     storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
     storefrontMaxSkewSeconds: skew,
     consentJwtSecret,

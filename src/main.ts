@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { type CliCommand, runAudited } from './audit/cli.js'
 import { parseAuditExportArgs, runAuditExport } from './audit/export.js'
+import { AuditSink } from './audit/sink.js'
 import { verifyChains } from './audit/verify.js'
 import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
@@ -224,6 +225,12 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     blobStore,
   })
   if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
+  // The optional streaming copy of the trail (COFFER_AUDIT_SINK), after each durable append;
+  // only while serving (a command's stdout is its own answer).
+  for (const target of config.auditSink) {
+    const sink = AuditSink.open(target)
+    deps.audit?.onStored((events) => sink.write(events))
+  }
   // Without a port of its own, `/metrics` is served on the API listeners (behind the token).
   const appMetrics = metrics
     ? { metrics, serve: metricsConfig.port === undefined, token: metricsConfig.token }

@@ -41,7 +41,7 @@ export class AuditWriter {
   readonly #queue: Pending[] = []
   /** Flushes running now (at most #maxFlushes). */
   #active = 0
-  #listener: AuditListener | undefined
+  readonly #listeners: AuditListener[] = []
 
   readonly #maxFlushes: number
 
@@ -55,7 +55,7 @@ export class AuditWriter {
 
   /** Another listener is told after each stored batch and write (best effort, never awaited). */
   onStored(listener: AuditListener): void {
-    this.#listener = listener
+    this.#listeners.push(listener)
   }
 
   /** Told by the store when an event was appended with its write. */
@@ -122,11 +122,12 @@ export class AuditWriter {
   }
 
   #tell(events: readonly ChainedEvent[]): void {
-    if (!this.#listener) return
-    try {
-      this.#listener(events)
-    } catch {
-      // The copy is best effort: the database holds every event.
+    for (const listener of this.#listeners) {
+      try {
+        listener(events)
+      } catch {
+        // The copy is best effort: the database holds every event.
+      }
     }
   }
 }

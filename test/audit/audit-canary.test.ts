@@ -1,5 +1,7 @@
+import { PassThrough } from 'node:stream'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AuditSink } from '../../src/audit/sink.js'
 import { b64, buildTestApp, type TestApp } from '../helpers/app.js'
 import { optionForm } from '../helpers/search-fixtures.js'
 
@@ -9,9 +11,18 @@ import { optionForm } from '../helpers/search-fixtures.js'
  * row holds any of them — nor any credential the requests presented or received.
  */
 let t: TestApp
+/** What the streaming copy (COFFER_AUDIT_SINK) wrote, as a sink on stdout would. */
+const sinkOutput: string[] = []
 beforeAll(async () => {
   t = await buildTestApp()
+  const out = new PassThrough()
+  out.on('data', (c) => sinkOutput.push(String(c)))
+  const sink = new AuditSink(out)
+  t.deps.audit?.onStored((events) => sink.write(events))
+  // Events stored before the copy was attached (the harness's own first request).
+  before = (await t.deps.store.db.selectFrom('audit_events').select('id').execute()).length
 })
+let before = 0
 afterAll(() => t.close())
 
 const CANARY = {
@@ -116,8 +127,12 @@ describe('the canary test', () => {
     )
     const dump = JSON.stringify(rows.rows)
     expect(rows.rows.length).toBeGreaterThan(10)
+    const copy = sinkOutput.join('')
+    // Every stored event reached the copy (one line each).
+    expect(copy.trim().split('\n').length).toBe(rows.rows.length - before)
     for (const value of [...Object.values(CANARY), ...secrets]) {
       expect(dump, value).not.toContain(value)
+      expect(copy, value).not.toContain(value)
     }
     // Also not in a form a dump would hide: base64 of the content and of the attributes.
     expect(dump).not.toContain(b64({ note: CANARY.attribute }))
