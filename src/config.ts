@@ -39,6 +39,8 @@ export interface Config {
   audit: boolean
   /** COFFER_AUDIT_SINK: where stored events are also copied (audit/sink.ts); db is always on. */
   auditSink: SinkTarget[]
+  /** COFFER_AUDIT_RETENTION_DAYS: days of audit events kept (whole UTC days); undefined: forever. */
+  auditRetentionDays: number | undefined
   /** Base64 of the 32-byte master key, when given in the environment. */
   masterKey: string | undefined
   /** `coffer keys rotate` only: the key to rotate to (else one is generated into the key file). */
@@ -583,6 +585,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     )
   const auditSink = parseAuditSink(env.COFFER_AUDIT_SINK)
   if (typeof auditSink === 'string') problems.push(auditSink)
+  const retentionRaw = env.COFFER_AUDIT_RETENTION_DAYS?.trim()
+  const auditRetentionDays = retentionRaw ? Number(retentionRaw) : undefined
+  if (
+    auditRetentionDays !== undefined &&
+    (!Number.isInteger(auditRetentionDays) || auditRetentionDays < 1 || auditRetentionDays > 36_500)
+  ) {
+    problems.push(
+      'COFFER_AUDIT_RETENTION_DAYS must be an integer from 1 to 36500 (unset: keep forever)',
+    )
+  }
   const serve = (env.COFFER_SERVE || 'both') as ServeMode
   if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
   const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
@@ -634,6 +646,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serve,
     audit: auditSetting !== 'off',
     auditSink: typeof auditSink === 'string' ? [] : auditSink,
+    auditRetentionDays,
     storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
     storefrontMaxSkewSeconds: skew,
     consentJwtSecret,

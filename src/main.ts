@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { type CliCommand, runAudited } from './audit/cli.js'
 import { parseAuditExportArgs, runAuditExport } from './audit/export.js'
+import { pruneAudit, scheduleAuditPruning } from './audit/retention.js'
 import { AuditSink } from './audit/sink.js'
 import { verifyChains } from './audit/verify.js'
 import { AuditWriter } from './audit/writer.js'
@@ -225,6 +226,22 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     blobStore,
   })
   if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
+  // Retention (COFFER_AUDIT_RETENTION_DAYS): whole verified UTC days past it, every hour.
+  const retention = config.auditRetentionDays
+  const auditPruning =
+    retention === undefined
+      ? undefined
+      : scheduleAuditPruning(() => pruneAudit(store.db, store.dialect, new Date(), retention), {
+          done: (r) => {
+            if (Object.keys(r.pruned).length > 0 || r.refused.length > 0)
+              log({ pruned: r.pruned, refused: r.refused }, 'audit retention pass')
+          },
+          failed: (error) =>
+            log(
+              { error: error instanceof Error ? error.message : String(error) },
+              'audit retention pass failed',
+            ),
+        })
   // The optional streaming copy of the trail (COFFER_AUDIT_SINK), after each durable append;
   // only while serving (a command's stdout is its own answer).
   for (const target of config.auditSink) {
@@ -295,7 +312,11 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
-    closeStore: () => store.close(),
+    closeStore: async () => {
+      // A retention pass in progress finishes before the store closes.
+      await auditPruning?.stop()
+      await store.close()
+    },
     delayMs: config.operations.shutdownDelayMs,
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
