@@ -123,6 +123,8 @@ export const ENV = {
   searchDocuments: 'COFFER_BENCH_SEARCH_DOCUMENTS',
   /** The Coffer child: `off` lifts the login limits so every flood request reaches argon2. */
   loginLimits: 'COFFER_BENCH_LOGIN_LIMITS',
+  /** The Coffer child: `off` runs it without the audit trail (the audit on/off pair). */
+  audit: 'COFFER_BENCH_AUDIT',
 } as const
 
 /** Only the parent sets these for a child: values inherited from the user's shell are dropped. */

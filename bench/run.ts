@@ -123,15 +123,16 @@ async function runBlobs(
   }
 }
 
-const PARTS = ['http', 'blobs', 'search', 'consent', 'flood'] as const
+const PARTS = ['http', 'blobs', 'search', 'consent', 'flood', 'audit'] as const
 
 /**
- * BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, `flood`, comma-separated (default
- * all).
+ * BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, `flood`, `audit`, comma-separated
+ * (default all).
  */
 function benchParts(): Record<(typeof PARTS)[number], boolean> {
   const raw = (process.env.BENCH_PARTS ?? '').trim()
-  if (raw === '') return { http: true, blobs: true, search: true, consent: true, flood: true }
+  if (raw === '')
+    return { http: true, blobs: true, search: true, consent: true, flood: true, audit: true }
   const parts = raw.split(',').map((p) => p.trim())
   const unknown = parts.filter((p) => !(PARTS as readonly string[]).includes(p))
   if (unknown.length > 0) throw new Error(`BENCH_PARTS takes ${PARTS.join(', ')} (got ${raw})`)
@@ -141,6 +142,7 @@ function benchParts(): Record<(typeof PARTS)[number], boolean> {
     search: parts.includes('search'),
     consent: parts.includes('consent'),
     flood: parts.includes('flood'),
+    audit: parts.includes('audit'),
   }
 }
 
@@ -149,6 +151,45 @@ function blobStores(): ('fs' | 's3')[] {
   if (raw === '' || raw === 'fs') return ['fs']
   if (raw === 's3') return ['fs', 's3']
   throw new Error(`COFFER_BENCH_BLOB_STORE must be fs or s3 (got ${raw})`)
+}
+
+/** The audit pair's scenarios: the document read and the document create (issue 13). */
+const AUDIT_SCENARIOS = ['GET /v2/vaults/{v}/documents/{id}', 'POST /v2/vaults/{v}/documents']
+
+/**
+ * The audit trail on vs off (issue 13; target: document reads with it on at ≥ 70% of off): the
+ * same server and scenarios, one run with COFFER_AUDIT off (the bench-only setting), one with
+ * the trail on. Returns the ratio lines.
+ */
+async function runAuditPair(
+  pgUrl: string | undefined,
+  load: Load,
+  warmupS: number,
+  record: (m: Measurement) => void,
+): Promise<string[]> {
+  const rates: Record<string, Partial<Record<'on' | 'off', number>>> = {}
+  for (const audit of ['off', 'on'] as const) {
+    const coffer = await startCofferServer({ pgUrl, audit })
+    try {
+      for (const scenario of cofferScenarios(coffer.info)) {
+        if (!AUDIT_SCENARIOS.includes(scenario.name)) continue
+        const m = await runScenario(
+          coffer.url,
+          { ...scenario, name: `${scenario.name} (audit ${audit})` },
+          load,
+          warmupS,
+        )
+        record(m)
+        rates[scenario.name] = { ...rates[scenario.name], [audit]: m.reqPerSec }
+      }
+    } finally {
+      await coffer.stop()
+    }
+  }
+  return Object.entries(rates).map(([name, r]) => {
+    const ratio = r.on !== undefined && r.off ? r.on / r.off : Number.NaN
+    return `audit on/off ${name}: ${r.on?.toFixed(0)} / ${r.off?.toFixed(0)} req/s = ${(ratio * 100).toFixed(0)}%`
+  })
 }
 
 async function main(): Promise<number> {
@@ -220,6 +261,10 @@ async function main(): Promise<number> {
     flood = await runLoginFloodBench(pgUrl, load, warmupS, (v) => {
       process.stdout.write(`${floodLines([v]).join('\n')}\n`)
     })
+  }
+
+  if (parts.audit) {
+    process.stdout.write(`\n${(await runAuditPair(pgUrl, load, warmupS, record)).join('\n')}\n`)
   }
 
   const database = pgUrl

@@ -129,6 +129,8 @@ async function startCoffer(): Promise<Running> {
     ...(process.env[ENV.loginLimits] === 'off'
       ? { loginLimits: { perAddress: unlimited, global: unlimited } }
       : {}),
+    // The audit on/off pair (BENCH_PARTS `audit`): off only here, never in production.
+    ...(process.env[ENV.audit] === 'off' ? { audit: false } : {}),
   })
   const admin = await deps.accounts.createWithAdmin()
   const adminRow = await deps.users.findForLogin(admin.account_id, admin.username)

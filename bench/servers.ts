@@ -54,6 +54,8 @@ export interface CofferOptions {
   s3?: ServerHandle<S3ServerInfo> | undefined
   /** `off`: login limits lifted, so a flood measures the bounded argon2 work alone. */
   loginLimits?: 'on' | 'off' | undefined
+  /** `off`: no audit trail (the audit on/off pair of BENCH_PARTS `audit`). */
+  audit?: 'on' | 'off' | undefined
 }
 
 /**
@@ -66,6 +68,7 @@ export async function startCofferServer(
   const { pgUrl, s3 } = options
   const env: Record<string, string> = {}
   if (options.loginLimits === 'off') env[ENV.loginLimits] = 'off'
+  if (options.audit === 'off') env[ENV.audit] = 'off'
   if (s3) {
     Object.assign(env, {
       [ENV.s3Endpoint]: s3.url,

@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { TrustProxy } from './config.js'
 import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
+import { addAuditAppend, markAuditHandlerPhase, registerAuditContext } from './http/audit.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
@@ -26,13 +27,14 @@ import { addShutdownGate } from './http/shutdown.js'
 import type { TlsMaterial } from './http/tls-material.js'
 import { fastifyTlsOptions, prepareTlsServer } from './http/tls-server.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
+import { auditRoutes } from './modules/audit/audit.routes.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { healthRoutes } from './modules/health/health.routes.js'
 import { messagingRoutes } from './modules/messaging/messaging.routes.js'
-import { addMetering } from './modules/metering/metering.hooks.js'
+import { addMetering, addMeteringCount } from './modules/metering/metering.hooks.js'
 import { meteringRoutes } from './modules/metering/metering.routes.js'
 import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
@@ -105,11 +107,20 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     maxAgeSeconds: options.cors?.maxAgeSeconds ?? 0,
     ...API_CORS,
   })
+  // Before authentication, whose refusals are audited too (http/audit.ts).
+  if (deps.audit) registerAuditContext(app, deps.audit, deps.meter)
   registerAuthHooks(app, deps)
   // After the access rule: only an allowed caller meets the quota, and only its success counts.
   addMetering(app, deps.metering)
   // After the access rule's preHandler: only a caller allowed to write learns the disk is full.
   addFreeSpaceGuard(app, deps.freeSpace)
+  // Last of the guards: from here the request's first write carries its audit event.
+  if (deps.audit) markAuditHandlerPhase(app)
+  // onSend, in this order: the metering records what the request consumed (above), the audit
+  // trail stores the event carrying it (or turns the answer into a 503), then the count is taken
+  // only for an answer that stayed a success.
+  if (deps.audit) addAuditAppend(app, deps.audit)
+  addMeteringCount(app, deps.metering)
 
   // Every JSON success body carries `result` and `transaction_id` (spec, Common rules). The
   // small hooks below use callbacks: an async hook costs a promise per request on the hot path.
@@ -148,6 +159,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await mfaRoutes(app, deps.mfa)
   await settingsRoutes(app, deps.settings)
   await meteringRoutes(app, deps.metering)
+  await auditRoutes(app, deps.auditEvents)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app

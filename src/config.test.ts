@@ -171,3 +171,27 @@ describe('config: login flood protection and proxy trust', () => {
     )
   })
 })
+
+describe('COFFER_AUDIT (issue 13): off for benchmarks only', () => {
+  it('is on by default, may be turned off outside production, never in it', () => {
+    expect(loadConfig({}).audit).toBe(true)
+    expect(loadConfig({ COFFER_AUDIT: 'off' }).audit).toBe(false)
+    expect(problemsOf({ COFFER_AUDIT: 'no' })).toEqual(['COFFER_AUDIT must be on or off'])
+    expect(problemsOf({ COFFER_AUDIT: 'off', COFFER_ENV: 'production' })).toContain(
+      'COFFER_AUDIT=off is for benchmarks only and is refused when COFFER_ENV=production',
+    )
+  })
+})
+
+describe('COFFER_AUDIT_RETENTION_DAYS and COFFER_AUDIT_SINK (issue 13)', () => {
+  it('keeps forever by default; takes 1 to 36500 days', () => {
+    expect(loadConfig({}).auditRetentionDays).toBeUndefined()
+    expect(loadConfig({ COFFER_AUDIT_RETENTION_DAYS: '1' }).auditRetentionDays).toBe(1)
+    expect(loadConfig({ COFFER_AUDIT_RETENTION_DAYS: '36500' }).auditRetentionDays).toBe(36500)
+    for (const bad of ['0', '36501', '1.5', 'x'])
+      expect(problemsOf({ COFFER_AUDIT_RETENTION_DAYS: bad })).toEqual([
+        'COFFER_AUDIT_RETENTION_DAYS must be an integer from 1 to 36500 (unset: keep forever)',
+      ])
+    expect(problemsOf({ COFFER_AUDIT_SINK: 'db,syslog' })[0]).toMatch(/COFFER_AUDIT_SINK takes/)
+  })
+})

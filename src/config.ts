@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
+import { parseAuditSink, type SinkTarget } from './audit/sink.js'
 import {
   type BlobSettings,
   blobSettings,
@@ -31,6 +32,15 @@ export interface Config {
   /** Largest request body outside BLOB uploads. */
   bodyLimitBytes: number
   env: 'development' | 'production'
+  /**
+   * COFFER_AUDIT: `on` (default) or `off`. Off exists for benchmarks only (audit on vs off) and
+   * is UNSAFE: nothing is audited. Refused when COFFER_ENV=production.
+   */
+  audit: boolean
+  /** COFFER_AUDIT_SINK: where stored events are also copied (audit/sink.ts); db is always on. */
+  auditSink: SinkTarget[]
+  /** COFFER_AUDIT_RETENTION_DAYS: days of audit events kept (whole UTC days); undefined: forever. */
+  auditRetentionDays: number | undefined
   /** Base64 of the 32-byte master key, when given in the environment. */
   masterKey: string | undefined
   /** `coffer keys rotate` only: the key to rotate to (else one is generated into the key file). */
@@ -566,6 +576,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(tokenMaxDays) || tokenMaxDays < 1 || tokenMaxDays > 3650) {
     problems.push('COFFER_ACCESS_TOKEN_MAX_DAYS must be an integer from 1 to 3650')
   }
+  const auditSetting = env.COFFER_AUDIT || 'on'
+  if (auditSetting !== 'on' && auditSetting !== 'off')
+    problems.push('COFFER_AUDIT must be on or off')
+  else if (auditSetting === 'off' && appEnv === 'production')
+    problems.push(
+      'COFFER_AUDIT=off is for benchmarks only and is refused when COFFER_ENV=production',
+    )
+  const auditSink = parseAuditSink(env.COFFER_AUDIT_SINK)
+  if (typeof auditSink === 'string') problems.push(auditSink)
+  const retentionRaw = env.COFFER_AUDIT_RETENTION_DAYS?.trim()
+  const auditRetentionDays = retentionRaw ? Number(retentionRaw) : undefined
+  if (
+    auditRetentionDays !== undefined &&
+    (!Number.isInteger(auditRetentionDays) || auditRetentionDays < 1 || auditRetentionDays > 36_500)
+  ) {
+    problems.push(
+      'COFFER_AUDIT_RETENTION_DAYS must be an integer from 1 to 36500 (unset: keep forever)',
+    )
+  }
   const serve = (env.COFFER_SERVE || 'both') as ServeMode
   if (!SERVE_MODES.includes(serve)) problems.push('COFFER_SERVE must be both, api or consent')
   const consentJwtSecret = env.COFFER_CONSENT_JWT_SECRET || undefined
@@ -615,6 +644,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? listenHost('COFFER_CONSENT_HOST', env.COFFER_CONSENT_HOST, '', problems)
       : host,
     serve,
+    audit: auditSetting !== 'off',
+    auditSink: typeof auditSink === 'string' ? [] : auditSink,
+    auditRetentionDays,
     storefrontSecret: env.COFFER_STOREFRONT_SECRET || undefined,
     storefrontMaxSkewSeconds: skew,
     consentJwtSecret,

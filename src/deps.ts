@@ -1,3 +1,4 @@
+import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
 import { FsBlobStore } from './blob/fs-blob-store.js'
 import { S3BlobStore } from './blob/s3-blob-store.js'
@@ -14,6 +15,7 @@ import { Indexer } from './indexing/indexer.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { type Meter, noopMeter } from './metrics/meter.js'
 import { AccountsService } from './modules/accounts/accounts.service.js'
+import { AuditService } from './modules/audit/audit.service.js'
 import { AuthzService } from './modules/auth/authz.service.js'
 import { CredentialsService } from './modules/auth/credentials.service.js'
 import { LoginService } from './modules/auth/login.service.js'
@@ -72,6 +74,12 @@ export interface Deps {
   settings: SettingsService
   /** Operations metering (issue 13, part 3): counts, usage, the daily quota. */
   metering: MeteringService
+  /** The audit trail's group commit; null only when COFFER_AUDIT=off (benchmarks, never production). */
+  audit: AuditWriter | null
+  /** Reads of the trail (`GET /v1/audit_events`). */
+  auditEvents: AuditService
+  /** Where services count and time what metrics show. */
+  meter: Meter
 }
 
 export interface DepsOptions {
@@ -113,6 +121,8 @@ export interface DepsOptions {
   readyTimeoutMs?: number
   /** The free-space floor of the data folders (default: none, writes never refused by it). */
   freeSpace?: FreeSpaceFloor
+  /** False: no audit trail (COFFER_AUDIT=off, benchmarks only; refused in production). */
+  audit?: boolean
 }
 
 /** The blob store the configuration names. */
@@ -212,6 +222,9 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   settings.onChange(async (_trx, change) => metering.forgetQuota(change.accountId))
   return {
     store,
+    audit: options.audit === false ? null : new AuditWriter(db, store.dialect, meter),
+    auditEvents: new AuditService(db),
+    meter,
     freeSpace,
     clock,
     metering,

@@ -3,6 +3,12 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
+import { type CliCommand, runAudited } from './audit/cli.js'
+import { parseAuditExportArgs, runAuditExport } from './audit/export.js'
+import { pruneAudit, scheduleAuditPruning } from './audit/retention.js'
+import { AuditSink } from './audit/sink.js'
+import { verifyChains } from './audit/verify.js'
+import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
 import { type BlobStoreTarget, checkBlobStoreAtStart } from './blob/startup-check.js'
 import {
@@ -54,6 +60,11 @@ commands:
   keys rotate      re-wrap every data key under a new master key (content is not rewritten)
   mfa reset <account_id> <user_id>
                    unenroll a user from MFA (recovery after a lost device); prints JSON
+  audit verify [--account <id>]
+                   check the audit trail's hash chains; names each changed, removed or
+                   reordered event (exit code 2 when one is found)
+  audit export --format jsonl|csv [--account <id>] [--from <iso>] [--to <iso>] [--out <file>]
+                   write audit events to stdout (or a file)
 ${CONSENT_USAGE}`
 
 async function open(config: Config): Promise<Store> {
@@ -140,6 +151,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    audit: config.audit,
     readyTimeoutMs: config.operations.readyTimeoutMs,
     freeSpace: freeSpaceFloor(config, meter),
     onResetEmailError: (error, { flowId }) =>
@@ -220,6 +232,28 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     blobStore,
   })
   if (metrics && store.poolStats) metrics.watchPool(store.poolStats)
+  // Retention (COFFER_AUDIT_RETENTION_DAYS): whole verified UTC days past it, every hour.
+  const retention = config.auditRetentionDays
+  const auditPruning =
+    retention === undefined
+      ? undefined
+      : scheduleAuditPruning(() => pruneAudit(store.db, store.dialect, new Date(), retention), {
+          done: (r) => {
+            if (Object.keys(r.pruned).length > 0 || r.refused.length > 0)
+              log({ pruned: r.pruned, refused: r.refused }, 'audit retention pass')
+          },
+          failed: (error) =>
+            log(
+              { error: error instanceof Error ? error.message : String(error) },
+              'audit retention pass failed',
+            ),
+        })
+  // The optional streaming copy of the trail (COFFER_AUDIT_SINK), after each durable append;
+  // only while serving (a command's stdout is its own answer).
+  for (const target of config.auditSink) {
+    const sink = AuditSink.open(target)
+    deps.audit?.onStored((events) => sink.write(events))
+  }
   // Without a port of its own, `/metrics` is served on the API listeners (behind the token).
   const appMetrics = metrics
     ? { metrics, serve: metricsConfig.port === undefined, token: metricsConfig.token }
@@ -284,7 +318,11 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
-    closeStore: () => store.close(),
+    closeStore: async () => {
+      // A retention pass in progress finishes before the store closes.
+      await auditPruning?.stop()
+      await store.close()
+    },
     delayMs: config.operations.shutdownDelayMs,
     graceMs: config.operations.shutdownGraceMs,
     log: first.log,
@@ -395,7 +433,11 @@ async function rotateKeys(config: Config): Promise<void> {
       rmSync(staged, { force: true })
       writeKeyFile(staged, next)
     }
-    const rotated = await rotateMasterKey(store, current, next)
+    const rotated = await runAudited(
+      new AuditWriter(store.db, store.dialect),
+      { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
+      () => rotateMasterKey(store, current, next),
+    )
     if (toFile) renameSync(staged, config.masterKeyFile)
     const result = {
       rotated_data_keys: rotated,
@@ -417,6 +459,18 @@ function serveMode(args: string[], configured: ServeMode): ServeMode {
     throw new Error('serve takes only --only api|consent|both')
   }
   return value as ServeMode
+}
+
+/** Runs a data-changing command under the audit trail (audit/cli.ts). */
+function audited<T>(deps: Deps, command: CliCommand, fn: () => Promise<T>): Promise<T> {
+  return runAudited(deps.audit ?? new AuditWriter(deps.store.db, deps.store.dialect), command, fn)
+}
+
+/** `--account <id>` (or none: every chain). */
+function auditAccountArg(args: string[]): string | undefined {
+  if (args.length === 0) return undefined
+  if (args.length === 2 && args[0] === '--account' && args[1] !== undefined) return args[1]
+  throw new Error('audit verify takes only --account <account_id>')
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -442,8 +496,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'account' && sub === 'create') {
     const { store, deps } = await start(config, stderrLog)
-    const credentials = await deps.accounts.createWithAdmin()
-    await store.close()
+    const credentials = await audited(
+      deps,
+      { operation: 'cli.account.create', route: 'coffer account create' },
+      () => deps.accounts.createWithAdmin(),
+    ).finally(() => store.close())
     process.stdout.write(`${JSON.stringify(credentials, null, 2)}\n`)
     return 0
   }
@@ -455,7 +512,16 @@ async function main(argv: string[]): Promise<number> {
     }
     const { store, deps } = await start(config, stderrLog)
     try {
-      await deps.mfa.reset(accountId.toLowerCase(), userId.toLowerCase())
+      await audited(
+        deps,
+        {
+          operation: 'cli.mfa.reset',
+          route: 'coffer mfa reset <account_id> <user_id>',
+          accountId: accountId.toLowerCase(),
+          userId: userId.toLowerCase(),
+        },
+        () => deps.mfa.reset(accountId.toLowerCase(), userId.toLowerCase()),
+      )
     } finally {
       await store.close()
     }
@@ -471,7 +537,33 @@ async function main(argv: string[]): Promise<number> {
     const args = parseExportArgs(argv.slice(2))
     const store = await open(config)
     try {
-      await runConsentExport(config, store, args)
+      await runAudited(
+        new AuditWriter(store.db, store.dialect),
+        { operation: 'cli.consent.export', route: 'coffer consent export' },
+        () => runConsentExport(config, store, args),
+      )
+    } finally {
+      await store.close()
+    }
+    return 0
+  }
+  if (command === 'audit' && sub === 'verify') {
+    const accountId = auditAccountArg(argv.slice(2))
+    const store = await open(config)
+    try {
+      const report = await verifyChains(store.db, accountId)
+      process.stdout.write(
+        `${JSON.stringify({ ok: report.problems.length === 0, ...report }, null, 2)}\n`,
+      )
+      return report.problems.length === 0 ? 0 : 2
+    } finally {
+      await store.close()
+    }
+  }
+  if (command === 'audit' && sub === 'export') {
+    const store = await open(config)
+    try {
+      await runAuditExport(store.db, parseAuditExportArgs(argv.slice(2)))
     } finally {
       await store.close()
     }

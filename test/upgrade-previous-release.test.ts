@@ -16,6 +16,7 @@ import Database from 'better-sqlite3'
 import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { verifyChains } from '../src/audit/verify.js'
 import { openStore } from '../src/store/db.js'
 import { clusterBlobEnv, type ServerProcess, startServerProcess } from './helpers/processes.js'
 import { readSchema, shardRuleViolations } from './helpers/shard-rule.js'
@@ -348,6 +349,29 @@ function upgradeSuite(folder: string): void {
       const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
       try {
         expect(shardRuleViolations(await readSchema(store.db))).toEqual([])
+      } finally {
+        await store.close()
+      }
+    })
+
+    it('audits after the upgrade: the admin group reads the trail (migration 0014), and it verifies', async () => {
+      const groups = await call('GET', '/v1/groups', { auth: basic(fixture.bootstrap.api_key) })
+      const admin = groups.json().groups.find((g: { name: string }) => g.name === 'FULL_ADMIN')
+      expect(admin.policy[0].Resources).toContain('Audit::')
+      const res = await call('GET', '/v1/audit_events?operation=group.list', {
+        auth: basic(fixture.bootstrap.api_key),
+      })
+      expect(res.status, res.body).toBe(200)
+      expect(res.json().data.items[0]).toMatchObject({
+        operation: 'group.list',
+        decision: 'allowed',
+        account_id: fixture.bootstrap.account_id,
+      })
+      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      try {
+        const report = await verifyChains(store.db)
+        expect(report.problems).toEqual([])
+        expect(report.events).toBeGreaterThan(5)
       } finally {
         await store.close()
       }

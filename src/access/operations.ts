@@ -57,6 +57,8 @@ const CATALOG = {
   'vault.update': { openapi: 'updateVault' },
   'vault.delete': { openapi: 'deleteVault' },
   'vault.list_by_account': { openapi: 'listAccountVaults' },
+  // audit trail
+  'audit_event.list': { openapi: 'listAuditEvents' },
   // account settings
   'account_settings.read': { openapi: 'readAccountSettings' },
   'account_settings.update': { openapi: 'updateAccountSettings' },

@@ -10,6 +10,7 @@ import {
 } from '../access/principal.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import { acceptedKinds, assertOperation, vendingKinds } from './access.js'
+import { notePresentedPrincipal } from './audit.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -139,6 +140,8 @@ export function registerAuthHooks(app: FastifyInstance, deps: AuthDeps): void {
     if (!access || 'public' in access) return
     const principal = await authenticate(deps, request.headers.authorization, 'policy' in access)
     if (!principal) throw unauthenticated(access.invalidStatus)
+    // The audit trail names whoever presented a valid credential, even of a refused kind.
+    notePresentedPrincipal(request, principal)
     const allowed = acceptedKinds(access)
     if (!allowed.includes(credentialKind(principal))) {
       if (access.invalidStatus === 400) throw errors.invalidAuthorization()

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { IntegrityError } from '../crypto/aead.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import { isDatabaseUnavailable, isStorageFull } from '../store/db-errors.js'
+import { noteAuditReason } from './audit.js'
 import { sendJson } from './common-hooks.js'
 import { closeHttp1Connection } from './connections.js'
 import { setHsts } from './hsts.js'
@@ -115,6 +116,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, r: Rende
   // which then waited for ever (issue #18, writes and a read hanging until the client gave up).
   // (HTTP/1 only: an HTTP/2 stream's unread body goes with the stream, not the connection.)
   if (r.status === 413 || request.raw.complete === false) closeHttp1Connection(request, reply)
+  noteAuditReason(request, r.code)
   if (r.retryAfterSeconds !== undefined) reply.header('retry-after', String(r.retryAfterSeconds))
   // Also here, not only in the onRequest hook: an error thrown by an earlier onRequest hook
   // (authentication) or by the router skips that hook (decisions.md 24: every answer).

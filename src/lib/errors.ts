@@ -116,6 +116,18 @@ export const errors = {
       'The server is out of storage space; the write was not stored',
       { cause },
     ),
+  /**
+   * 503: the request's audit event could not be stored (issue 13): nothing is answered that the
+   * trail does not hold, and a write is rolled back with it.
+   */
+  auditUnavailable: (cause?: unknown) =>
+    new AppError(
+      503,
+      ErrorType.unavailable,
+      'AUDIT_UNAVAILABLE',
+      'The audit trail could not record this request, so it was not carried out; try again shortly',
+      { cause, retryAfterSeconds: 1 },
+    ),
   databaseUnavailable: (cause?: unknown) =>
     new AppError(
       503,

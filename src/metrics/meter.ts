@@ -23,6 +23,8 @@ export interface MeterCounters {
   storage_floor_refusals: Record<string, never>
   /** Billing operations consumed (issue 13), by category; never by account (cardinality). */
   operations_consumed: { category: Category }
+  /** Audit events stored (`ok`) or that could not be (`failed`), by how: with a write or batched. */
+  audit_appends: { outcome: 'ok' | 'failed'; path: 'write' | 'batch' }
 }
 
 export interface MeterHistograms {

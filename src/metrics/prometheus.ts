@@ -24,6 +24,12 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
   blob_objects_missing: [{ store: 'fs' }, { store: 's3' }],
   storage_floor_refusals: [{}],
   operations_consumed: CATEGORIES.map((category) => ({ category })),
+  audit_appends: [
+    { outcome: 'ok', path: 'write' },
+    { outcome: 'ok', path: 'batch' },
+    { outcome: 'failed', path: 'write' },
+    { outcome: 'failed', path: 'batch' },
+  ],
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -36,6 +42,8 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
   storage_floor_refusals: 'Writes refused 507 because free space was under COFFER_MIN_FREE_BYTES',
   operations_consumed:
     'Billing operations consumed (the spec table), by category, all accounts together',
+  audit_appends:
+    'Audit events stored or failed to store (with a write, or in a group-commit batch)',
 }
 
 /**

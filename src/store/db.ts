@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
+import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import type { Database } from './schema.js'
@@ -97,23 +98,30 @@ function openSqlite(file: string, busyTimeoutMs: number): Store {
   database.pragma('secure_delete = ON')
   const cached = cachingDatabase(database)
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({
-      database: {
-        close: () => cached.close(),
-        // Statements run synchronously here, so none is ever interrupted: past the request's
-        // deadline the next one is refused (a rollback excepted), which ends its transaction.
-        prepare(sqlText) {
-          if (!isRollback(sqlText)) currentDeadline()?.check()
-          // SQLite rolls a transaction back by itself after some errors (SQLITE_FULL among
-          // them): Kysely's own ROLLBACK would then fail and hide the cause (a full disk
-          // answered 500 instead of 507). With no transaction open there is nothing to undo.
-          else if (!database.inTransaction) return cached.prepare(NOTHING_TO_ROLL_BACK)
-          return cached.prepare(sqlText)
-        },
-      },
-    }),
+    dialect: auditingDialect(sqliteDialect(database, cached), 'sqlite'),
   })
   return { db, dialect: 'sqlite', close: () => db.destroy() }
+}
+
+function sqliteDialect(
+  database: SQLite.Database,
+  cached: ReturnType<typeof cachingDatabase>,
+): SqliteDialect {
+  return new SqliteDialect({
+    database: {
+      close: () => cached.close(),
+      // Statements run synchronously here, so none is ever interrupted: past the request's
+      // deadline the next one is refused (a rollback excepted), which ends its transaction.
+      prepare(sqlText) {
+        if (!isRollback(sqlText)) currentDeadline()?.check()
+        // SQLite rolls a transaction back by itself after some errors (SQLITE_FULL among
+        // them): Kysely's own ROLLBACK would then fail and hide the cause (a full disk
+        // answered 500 instead of 507). With no transaction open there is nothing to undo.
+        else if (!database.inTransaction) return cached.prepare(NOTHING_TO_ROLL_BACK)
+        return cached.prepare(sqlText)
+      },
+    },
+  })
 }
 
 function openPostgres(options: StoreOptions): Store {
@@ -150,7 +158,10 @@ function openPostgres(options: StoreOptions): Store {
     }
   }
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) }),
+    dialect: auditingDialect(
+      new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) }),
+      'postgres',
+    ),
   })
   return {
     db,

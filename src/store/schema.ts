@@ -302,7 +302,45 @@ export interface OperationCountsTable {
   n: number | string
 }
 
+/** One audited request or CLI command, in its account's hash chain (migration 0014). */
+export interface AuditEventsTable {
+  account_id: string
+  seq: number
+  id: string
+  at: string
+  transaction_id: string
+  actor_user_id: string | null
+  credential_kind: string | null
+  credential_ref: string | null
+  sat_id: string | null
+  sat_creator_id: string | null
+  client_ip: string | null
+  method: string
+  route: string
+  operation: string
+  /** JSON `{kind: [ids…]}` or `{kind: {count}}` past the id bound (never values). */
+  resources: string
+  decision: string
+  reason: string | null
+  status: number
+  operations_consumed: number
+  operations_category: string | null
+  prev_hash: string
+  hash: string
+}
+
+/** The head of an account's audit chain, locked by each append (migration 0014). */
+export interface AuditChainHeadsTable {
+  account_id: string
+  last_seq: number
+  last_hash: string
+  anchor_seq: number
+  anchor_hash: string
+}
+
 export interface Database {
+  audit_events: AuditEventsTable
+  audit_chain_heads: AuditChainHeadsTable
   accounts: AccountsTable
   account_settings: AccountSettingsTable
   operation_counts: OperationCountsTable

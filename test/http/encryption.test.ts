@@ -680,6 +680,17 @@ describe('tampered BLOB objects fail closed (R-14b, R-14c)', () => {
       const at = chunk * SEALED_CHUNK + 77
       flipByte(file, at)
       const res = await get(vaultId, blobId)
+      // While the answer waits for its audit event to be stored (issue 13), the decrypting
+      // stream reads ahead: a damage close enough to the start may be found before any header
+      // is sent, and then the answer is the 500 envelope with no content (still only
+      // authenticated chunks: none).
+      if (res.status === 500) {
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+          'DATA_INTEGRITY_FAILURE',
+        )
+        flipByte(file, at)
+        continue
+      }
       // the first chunk decrypted, so the headers went out as a success …
       expect(res.status).toBe(200)
       expect(res.headers.get('content-length')).toBe(String(content.length))

@@ -1,3 +1,4 @@
+import { auditSubject } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import { randomSecret } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
@@ -12,8 +13,9 @@ import * as repo from './accounts.repo.js'
 
 /**
  * Every resource row of the spec's access grid, with every activity, and the account's security
- * settings (`Account::<id>::Settings`, R and U; issue 13). Migration 0013 gives the same to
- * groups of earlier releases that still hold exactly the policy before it.
+ * settings (`Account::<id>::Settings`, R and U; issue 13) and the account's audit trail (`Audit::`,
+ * read through R). Migrations 0013 and 0014 give the same to groups of earlier releases that
+ * still hold exactly the policy before each.
  */
 export const FULL_ACCESS_POLICY: PolicyStatement[] = [
   {
@@ -32,6 +34,7 @@ export const FULL_ACCESS_POLICY: PolicyStatement[] = [
       'PasswordResetFlow::.*',
       'PasswordResetFlow::.*::Email::.*',
       'Account::.*::Settings',
+      'Audit::',
     ],
     Activities: 'CRUD',
   },
@@ -88,6 +91,8 @@ export class AccountsService {
   async createWithAdmin(options: CreateOptions = {}): Promise<AccountCredentials | null> {
     const username = options.username ?? 'admin'
     const accountId = newId()
+    // The command that creates it (`coffer account create`, first start) files its event there.
+    auditSubject(accountId)
     const createdAt = this.clock.now().toISOString()
     const dataKey = this.keyring.newAccountKey(accountId)
     const password = randomSecret(18)

@@ -59,7 +59,13 @@ export async function authRoutes(
         response: LoginResponse,
       },
       // A login writes one small token row: clients must still reach their data to read it.
-      config: { form: true, operation: 'auth.login', access: { public: true }, storesData: false },
+      config: {
+        form: true,
+        operation: 'auth.login',
+        access: { public: true },
+        storesData: false,
+        auditWrites: 'explicit',
+      },
     },
     async (req) => {
       const b = req.body

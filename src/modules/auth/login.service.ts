@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { auditSubject, auditWritesFromHere } from '../../audit/context.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { AppError, errors } from '../../lib/errors.js'
 import { isUuid } from '../../lib/ids.js'
@@ -92,6 +93,8 @@ export class LoginService {
     const user = /\p{Cc}/u.test(username)
       ? undefined
       : await this.users.findForLogin(attempt.accountId, username)
+    // The trail files the attempt under the account of the user it names, when one exists.
+    if (user) auditSubject(user.account_id, user.id)
     // Every limit is checked (and the attempt counted) before any hashing.
     await this.throttle.admit(attempt, user?.id)
     let settled = false
@@ -118,6 +121,8 @@ export class LoginService {
         await fail(mfaErrors.enrollmentRequired())
       }
       const found = user as UserRow
+      // The token is the login's write: it carries the audit event (the counters did not).
+      auditWritesFromHere()
       const accessToken = await this.credentials.issueAccessToken(
         this.db,
         found.account_id,

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { newTouchedId } from '../../audit/context.js'
 import { acceptRawUploads } from '../../http/body.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { createItem, resource } from '../../policy/index.js'
 import { optionalId } from '../documents/document-input.js'
 import type { BlobRow } from './blobs.repo.js'
@@ -218,7 +218,7 @@ function uploadRoutes(app: FastifyInstance, service: BlobsService): void {
       const vaultId = vaultOf(req)
       const accountId = req.actor.principal.accountId
       await service.requireVault(req.actor, vaultId)
-      const blobId = newId()
+      const blobId = newTouchedId('blob')
       const up = await receiveBlob(
         req,
         (file) => service.storeContent(accountId, vaultId, blobId, file),

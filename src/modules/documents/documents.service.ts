@@ -1,10 +1,10 @@
 import { assertItemAllows } from '../../access/item-access.js'
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { Indexer } from '../../indexing/indexer.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { changeOwner, ownedItem, type Requirement } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import type { Schema, SchemasService } from '../schemas/schemas.service.js'
@@ -70,7 +70,7 @@ export class DocumentsService {
     const bound = schema !== null
     this.#checkContent(input.content, bound)
     const now = this.clock.now().toISOString()
-    const id = newId()
+    const id = newTouchedId('document')
     const row: DocumentRow = {
       account_id: accountId,
       vault_id: vaultId,

@@ -1,7 +1,7 @@
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { PolicyFormatError, type PolicyStatement, parsePolicy } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
@@ -78,7 +78,7 @@ export class GroupsService {
     const now = this.clock.now().toISOString()
     return {
       account_id: accountId,
-      id: newId(),
+      id: newTouchedId('group'),
       name: validateName(input.name),
       policy: JSON.stringify(input.policy),
       created_at: now,

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Metering } from '../../access/metering.js'
 import { operationsFor } from '../../access/metering.js'
 import { isOperationId, OPERATIONS } from '../../access/operations.js'
-import { recordOperations } from '../../access/operations-consumed.js'
+import { operationsConsumed, recordOperations } from '../../access/operations-consumed.js'
 import { returnedOf } from '../../access/returned.js'
 import type { MeteringService } from './metering.service.js'
 
@@ -40,11 +40,28 @@ export function addMetering(app: FastifyInstance, metering: MeteringService): vo
       done(new Error(`metered operation ${request.routeOptions.config.operation} reported nothing`))
       return
     }
-    const count = operationsFor(spec.rule, returned)
-    metering.count(request.actor.principal.accountId, spec.category, count)
-    recordOperations(request, { category: spec.category, count })
+    recordOperations(request, {
+      category: spec.category,
+      count: operationsFor(spec.rule, returned),
+    })
     done(null, payload)
   })
   // The counts this node has taken are stored before the store closes (it closes after the app).
   app.addHook('onClose', async () => metering.flush())
+}
+
+/**
+ * Takes the count `addMetering` recorded, once the answer is final: registered after the audit
+ * trail's append (http/audit.ts), so a request whose event could not be stored (answered 503)
+ * counts nothing, like any other failed request.
+ */
+export function addMeteringCount(app: FastifyInstance, metering: MeteringService): void {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const spec = meteringOf(request)
+    const consumed = operationsConsumed(request)
+    if (spec && consumed && reply.statusCode < 400 && request.actor) {
+      metering.count(request.actor.principal.accountId, spec.category, consumed.count)
+    }
+    done(null, payload)
+  })
 }

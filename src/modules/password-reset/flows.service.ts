@@ -1,8 +1,8 @@
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { resource } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
 import { checkEmail } from '../messaging/address-checks.js'
@@ -92,7 +92,7 @@ export class PasswordResetFlowsService {
   async create(actor: Actor, input: FlowInput): Promise<Flow> {
     const principal = actor.principal
     const now = this.clock.now()
-    const id = newId(now.getTime())
+    const id = newTouchedId('password_reset_flow', now.getTime())
     const apiKey = text(input.sg_api_key, 'sg_api_key', MAX_API_KEY)
     if (!HEADER_SAFE.test(apiKey))
       throw errors.invalidField('sg_api_key', 'must be printable ASCII without spaces')

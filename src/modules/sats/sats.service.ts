@@ -1,8 +1,9 @@
 import type { Principal, SatPrincipal, ScopedTokenResolver } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import { digestSecret, randomSecret, safeEqual } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { isUuid, newId } from '../../lib/ids.js'
+import { isUuid } from '../../lib/ids.js'
 import { parseFutureTime } from '../../lib/input.js'
 import { type Meter, noopMeter } from '../../metrics/meter.js'
 import { CompiledPolicy, type PolicyStatement, resource } from '../../policy/index.js'
@@ -185,7 +186,7 @@ export class SatsService implements ScopedTokenResolver {
     const password = randomSecret()
     const row: repo.SatRow = {
       account_id: input.accountId,
-      id: newId(now.getTime()),
+      id: newTouchedId('scoped_access_token', now.getTime()),
       creator_id: input.creatorId,
       parent_id: input.parentId,
       name: input.name,

@@ -1,8 +1,8 @@
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { SchemaField } from '../../indexing/index-values.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
 import type { VaultsService } from '../vaults/vaults.service.js'
@@ -49,7 +49,7 @@ export class SchemasService {
     const row: repo.SchemaRow = {
       account_id: accountId,
       vault_id: vaultId,
-      id: newId(),
+      id: newTouchedId('schema'),
       name: def.name,
       fields: JSON.stringify(def.fields),
       created_at: now,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { newTouchedId } from '../../audit/context.js'
 import type { SchemaField } from '../../indexing/index-values.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
@@ -87,7 +88,7 @@ export class UserSchemaService {
       const now = this.clock.now().toISOString()
       const row = {
         account_id: accountId,
-        id: newId(),
+        id: newTouchedId('user_schema'),
         name: def.name,
         fields: JSON.stringify(def.fields),
         created_at: now,

@@ -1,5 +1,6 @@
 import type { RequestedExpiry, UserCredentials } from '../../access/credentials.js'
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
@@ -7,7 +8,6 @@ import type { SchemaField } from '../../indexing/index-values.js'
 import type { Indexer } from '../../indexing/indexer.js'
 import type { Clock } from '../../lib/clock.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { inScopes, resource } from '../../policy/index.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
@@ -201,7 +201,7 @@ export class UsersService {
       ? await this.hasher.hash(await this.checkNewPassword(accountId, input.password))
       : null
     const now = this.clock.now().toISOString()
-    const id = newId()
+    const id = newTouchedId('user')
     const attributes = input.attributes === undefined ? {} : input.attributes
     const row: UserRow = {
       account_id: accountId,

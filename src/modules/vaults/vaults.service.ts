@@ -1,7 +1,7 @@
 import type { Actor } from '../../access/principal.js'
+import { newTouchedId } from '../../audit/context.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
-import { newId } from '../../lib/ids.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
 import * as repo from './vaults.repo.js'
@@ -41,7 +41,7 @@ export class VaultsService {
     const now = this.clock.now().toISOString()
     const row: repo.VaultRow = {
       account_id: accountId,
-      id: newId(),
+      id: newTouchedId('vault'),
       name: validateName(name),
       created_at: now,
       updated_at: now,

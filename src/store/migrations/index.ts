@@ -12,6 +12,7 @@ import * as m0010 from './0010_bootstrap.js'
 import * as m0011 from './0011_login_in_flight.js'
 import * as m0012 from './0012_shard_ready_keys.js'
 import * as m0013 from './0013_account_settings.js'
+import * as m0014 from './0014_audit_trail.js'
 import * as m0015 from './0015_operations_metering.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
@@ -29,6 +30,6 @@ export const migrations: Record<string, Migration> = {
   '0011_login_in_flight': m0011,
   '0012_shard_ready_keys': m0012,
   '0013_account_settings': m0013,
-  // 0014 is the audit trail's (issue 13, part 1), built beside this one.
+  '0014_audit_trail': m0014,
   '0015_operations_metering': m0015,
 }

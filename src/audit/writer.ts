@@ -1,0 +1,133 @@
+import { CompiledQuery, type Kysely, sql } from 'kysely'
+import { type Meter, noopMeter } from '../metrics/meter.js'
+import { outsideDeadline } from '../store/request-deadline.js'
+import type { Database } from '../store/schema.js'
+import { appendToChains, type ChainDialect } from './chain.js'
+import { outsideAudit } from './context.js'
+import type { AuditEventInput, ChainedEvent } from './event.js'
+
+/** Most events one group-commit transaction stores (bounds its statement: 22 values each). */
+export const AUDIT_BATCH_MAX = 256
+
+/**
+ * PostgreSQL: flushes that may run at once. They meet at the chain heads' row locks, but each
+ * one's round trips (begin, lock, insert, commit and its fsync) overlap the others' instead of
+ * queueing behind them. SQLite has one connection and one writer: one flush.
+ */
+export const AUDIT_FLUSHES_MAX_PG = 4
+
+/** Told of every event once it is stored (the optional streaming copy, audit/sink.ts). */
+export type AuditListener = (events: readonly ChainedEvent[]) => void
+
+const execOn =
+  (db: Kysely<Database>) =>
+  async (text: string, params: readonly unknown[]): Promise<Record<string, unknown>[]> =>
+    (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...params]))).rows
+
+interface Pending {
+  event: AuditEventInput
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+/**
+ * Group commit (issue 13): events of requests that wrote nothing — reads, refusals, errors —
+ * are stored several per transaction. A flush takes up to AUDIT_BATCH_MAX queued events; events
+ * that arrive while every flush is busy wait for the next batch (one flush at a time on SQLite,
+ * AUDIT_FLUSHES_MAX_PG on PostgreSQL). A request's answer waits for
+ * its batch; a failed batch fails every request in it (503 AUDIT_UNAVAILABLE).
+ */
+export class AuditWriter {
+  readonly #queue: Pending[] = []
+  /** Flushes running now (at most #maxFlushes). */
+  #active = 0
+  readonly #listeners: AuditListener[] = []
+
+  readonly #maxFlushes: number
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: ChainDialect,
+    private readonly meter: Meter = noopMeter,
+  ) {
+    this.#maxFlushes = dialect === 'postgres' ? AUDIT_FLUSHES_MAX_PG : 1
+  }
+
+  /** Another listener is told after each stored batch and write (best effort, never awaited). */
+  onStored(listener: AuditListener): void {
+    this.#listeners.push(listener)
+  }
+
+  /** Told by the store when an event was appended with its write. */
+  stored(events: readonly ChainedEvent[]): void {
+    this.#tell(events)
+  }
+
+  append(event: AuditEventInput): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ event, resolve, reject })
+      if (this.#active < this.#maxFlushes) {
+        this.#active++
+        // Not in the context of the request that started it: the flush serves many requests,
+        // and must not end at that one's deadline or carry its audit state.
+        outsideAudit(() => outsideDeadline(() => setImmediate(() => void this.#flush())))
+      }
+    })
+  }
+
+  /** Resolves once everything queued so far is stored (or failed). */
+  async idle(): Promise<void> {
+    while (this.#active > 0) await new Promise((r) => setTimeout(r, 5))
+  }
+
+  async #flush(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, AUDIT_BATCH_MAX)
+        try {
+          const stored = await this.#store(batch.map((p) => p.event))
+          this.meter.count('audit_appends', { outcome: 'ok', path: 'batch' }, batch.length)
+          for (const p of batch) p.resolve()
+          this.#tell(stored)
+        } catch (error) {
+          this.meter.count('audit_appends', { outcome: 'failed', path: 'batch' }, batch.length)
+          for (const p of batch) p.reject(error)
+        }
+      }
+    } finally {
+      this.#active--
+    }
+  }
+
+  /**
+   * One transaction. On SQLite it begins IMMEDIATE: it reads the chain head, then writes, and a
+   * deferred one would meet another process's writer with SQLITE_BUSY at once instead of
+   * waiting its busy_timeout.
+   */
+  async #store(events: AuditEventInput[]): Promise<ChainedEvent[]> {
+    if (this.dialect === 'postgres') {
+      return this.db.transaction().execute((trx) => appendToChains(execOn(trx), 'postgres', events))
+    }
+    return this.db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn)
+      try {
+        const stored = await appendToChains(execOn(conn), 'sqlite', events)
+        await sql`commit`.execute(conn)
+        return stored
+      } catch (error) {
+        await sql`rollback`.execute(conn).catch(() => undefined)
+        throw error
+      }
+    })
+  }
+
+  #tell(events: readonly ChainedEvent[]): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(events)
+      } catch {
+        // The copy is best effort: the database holds every event.
+      }
+    }
+  }
+}
