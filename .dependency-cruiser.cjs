@@ -1,7 +1,7 @@
 /**
  * The floor plan of src/ (docs/architecture.md, Layers), checked by `npm run lint` and so by CI:
  *   kernel (lib/, config*.ts, policy/, crypto/, blob/, store/, storage/, metrics/, access/,
- *   indexing/) < http/ (Fastify glue) < modules/<feature>/ < the composition root (deps.ts,
+ *   indexing/, audit/) < http/ (Fastify glue) < modules/<feature>/ < the composition root (deps.ts,
  *   app.ts, consent-app.ts, main.ts).
  * A floor imports only the floors below it; features import each other's services, in one
  * direction. Unit tests beside the code (*.test.ts) and everything under test/ may import anything.
