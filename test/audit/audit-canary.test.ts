@@ -142,13 +142,19 @@ describe('the canary test', () => {
 describe.runIf(process.env.TEST_DATABASE === 'postgres')(
   'the append-only trigger (PostgreSQL)',
   () => {
-    it('refuses UPDATE and DELETE of events, except a DELETE by the pruner (coffer.audit_prune)', async () => {
+    it('refuses UPDATE, DELETE and TRUNCATE of events, except a DELETE by the pruner (coffer.audit_prune)', async () => {
       const db = t.deps.store.db
       await t.api.get('/v1/vaults', { auth: t.admin.api_key })
       await expect(sql`update audit_events set decision = 'denied'`.execute(db)).rejects.toThrow(
         /append-only/,
       )
       await expect(sql`delete from audit_events`.execute(db)).rejects.toThrow(/append-only/)
+      // TRUNCATE fires no row trigger: a statement trigger refuses it, with the pruner's setting too.
+      await expect(sql`truncate audit_events`.execute(db)).rejects.toThrow(/append-only/)
+      await db.transaction().execute(async (trx) => {
+        await sql`set local coffer.audit_prune = 'on'`.execute(trx)
+        await expect(sql`truncate audit_events`.execute(trx)).rejects.toThrow(/append-only/)
+      })
       const before = Number(
         (await sql<{ n: string }>`select count(*) as n from audit_events`.execute(db)).rows[0]?.n,
       )

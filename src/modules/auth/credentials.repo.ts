@@ -122,6 +122,9 @@ export async function insert(
     created_at: string
   },
 ): Promise<void> {
+  // The two rows commit together: with them the request's audit event (issue 13), which must
+  // not say a token was issued when its second row was refused.
+  if (!db.isTransaction) return db.transaction().execute((trx) => insert(trx, row))
   await addDigest(db, row.digest, row.account_id)
   await db.insertInto('credentials').values(row).execute()
 }

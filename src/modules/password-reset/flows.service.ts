@@ -1,5 +1,5 @@
 import type { Actor } from '../../access/principal.js'
-import { newTouchedId } from '../../audit/context.js'
+import { newTouchedId, outsideAudit } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
@@ -173,7 +173,10 @@ export class PasswordResetFlowsService {
       })
       return
     }
-    const job = this.#send(actor, flow, username)
+    // Outside the request's audit context: the request's event records the send (stored as its
+    // answer goes out); the job's writes (the resend claim, the reset token) run after it and
+    // must not carry that event a second time.
+    const job = outsideAudit(() => this.#send(actor, flow, username))
       .catch((error) => this.options.onSendError?.(error, { flowId }))
       .finally(() => this.#pending.delete(job))
     this.#pending.add(job)

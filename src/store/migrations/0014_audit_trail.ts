@@ -39,7 +39,7 @@ const isPostgres = (db: Db) => db.getExecutor().adapter instanceof PostgresAdapt
  * No foreign key to `accounts`: the '' chain has none, and the trail outlives nothing.
  *
  * PostgreSQL: a trigger refuses UPDATE and DELETE of events unless the transaction set
- * `coffer.audit_prune = 'on'` (the retention pruner, SET LOCAL).
+ * `coffer.audit_prune = 'on'` (the retention pruner, SET LOCAL); another refuses TRUNCATE always.
  *
  * Like 0013: a group whose policy is still, byte for byte, the full-access policy every
  * bootstrap admin group was given gains `Audit::` (R is within its CRUD).
@@ -98,6 +98,10 @@ export async function up(db: Db): Promise<void> {
     await sql`
       create trigger audit_events_append_only before update or delete on audit_events
       for each row execute function coffer_audit_append_only()`.execute(db)
+    // TRUNCATE fires no row trigger: refused by a statement trigger (the pruner only deletes).
+    await sql`
+      create trigger audit_events_no_truncate before truncate on audit_events
+      for each statement execute function coffer_audit_append_only()`.execute(db)
   }
   await sql`update groups set policy = ${FULL_ACCESS_AFTER} where policy = ${FULL_ACCESS_BEFORE}`.execute(
     db,
@@ -110,6 +114,7 @@ export async function down(db: Db): Promise<void> {
   )
   if (isPostgres(db)) {
     await sql`drop trigger if exists audit_events_append_only on audit_events`.execute(db)
+    await sql`drop trigger if exists audit_events_no_truncate on audit_events`.execute(db)
     await sql`drop function if exists coffer_audit_append_only()`.execute(db)
   }
   await db.schema.dropTable('audit_chain_heads').execute()
