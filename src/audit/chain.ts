@@ -18,7 +18,8 @@ function placeholders(dialect: ChainDialect, text: string): string {
   return text.replace(/\?/g, () => `$${++n}`)
 }
 
-const COLUMNS = [
+/** An event's columns, in the order they are stored and exported (audit/export.ts). */
+export const AUDIT_COLUMNS = [
   'account_id',
   'seq',
   'id',
@@ -115,10 +116,10 @@ export async function appendToChains(
       rows.push({ ...e, seq, prevHash, hash })
       prevHash = hash
     }
-    const tuple = `(${COLUMNS.map(() => '?').join(', ')})`
+    const tuple = `(${AUDIT_COLUMNS.map(() => '?').join(', ')})`
     await exec(
       q(
-        `insert into audit_events (${COLUMNS.join(', ')}) values ${rows.map(() => tuple).join(', ')}`,
+        `insert into audit_events (${AUDIT_COLUMNS.join(', ')}) values ${rows.map(() => tuple).join(', ')}`,
       ),
       rows.flatMap(row),
     )

@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs'
 import type { Writable } from 'node:stream'
 import type { Kysely, Selectable } from 'kysely'
 import type { AuditEventsTable, Database } from '../store/schema.js'
+import { AUDIT_COLUMNS } from './chain.js'
 
 export interface AuditExportArgs {
   format: 'jsonl' | 'csv'
@@ -45,30 +46,8 @@ export function parseAuditExportArgs(args: string[]): AuditExportArgs {
   }
 }
 
-export const EXPORT_COLUMNS = [
-  'account_id',
-  'seq',
-  'id',
-  'at',
-  'transaction_id',
-  'actor_user_id',
-  'credential_kind',
-  'credential_ref',
-  'sat_id',
-  'sat_creator_id',
-  'client_ip',
-  'method',
-  'route',
-  'operation',
-  'resources',
-  'decision',
-  'reason',
-  'status',
-  'operations_consumed',
-  'operations_category',
-  'prev_hash',
-  'hash',
-] as const
+/** The CSV columns: an event's stored columns, in their order. */
+export const EXPORT_COLUMNS = AUDIT_COLUMNS
 
 /** One event as exported and as the API shows it: resources parsed, numbers as numbers. */
 export function exportedEvent(row: Selectable<AuditEventsTable>): Record<string, unknown> {
