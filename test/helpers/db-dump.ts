@@ -6,9 +6,10 @@ export async function logicalDump(store: Store): Promise<string> {
   const names =
     store.dialect === 'sqlite'
       ? sql<{ name: string }>`select name from sqlite_master where type = 'table'`
-      : sql<{
-          name: string
-        }>`select table_name as name from information_schema.tables where table_schema = current_schema()`
+      : // pg_catalog, not information_schema (see shard-rule.ts: concurrent schema drops)
+        sql<{ name: string }>`select c.relname::text as name from pg_class c
+          join pg_namespace s on s.oid = c.relnamespace
+          where s.nspname = current_schema() and c.relkind in ('r', 'p')`
   const tables = (await names.execute(store.db)).rows.map((r) => r.name)
   if (!tables.includes('users')) throw new Error(`unexpected tables: ${tables.join(', ')}`)
   const parts: string[] = []

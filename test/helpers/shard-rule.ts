@@ -152,16 +152,21 @@ async function readSqlite(db: AnyDb): Promise<TableShape[]> {
 }
 
 async function readPostgres(db: AnyDb): Promise<TableShape[]> {
-  const names = await sql<{ name: string }>`select table_name as name
-    from information_schema.tables
-    where table_schema = current_schema() and table_type = 'BASE TABLE'
-    order by table_name`.execute(db)
+  // pg_catalog, not information_schema: its views evaluate privilege functions on other
+  // schemas' rows too, which fail when a concurrent test file drops its schema.
+  const names = await sql<{ name: string }>`select c.relname::text as name
+    from pg_class c join pg_namespace s on s.oid = c.relnamespace
+    where s.nspname = current_schema() and c.relkind in ('r', 'p')
+    order by c.relname`.execute(db)
   const tables: TableShape[] = []
   for (const { name } of names.rows) {
-    const cols = await sql<{ name: string }>`select column_name as name
-      from information_schema.columns
-      where table_schema = current_schema() and table_name = ${name}
-      order by ordinal_position`.execute(db)
+    const cols = await sql<{ name: string }>`select a.attname::text as name
+      from pg_attribute a
+      join pg_class c on c.oid = a.attrelid
+      join pg_namespace s on s.oid = c.relnamespace
+      where s.nspname = current_schema() and c.relname = ${name}
+        and a.attnum > 0 and not a.attisdropped
+      order by a.attnum`.execute(db)
     // Key columns in index order; an expression's position (attnum 0) has no name.
     const indexes = await sql<{ name: string; primary: boolean; columns: (string | null)[] }>`
       select i.relname as name, x.indisprimary as primary,
