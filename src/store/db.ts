@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
+import { currentSchemaDialect } from './pg-introspector.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import type { Database } from './schema.js'
 import { cachingDatabase } from './statement-cache.js'
@@ -159,7 +160,7 @@ function openPostgres(options: StoreOptions): Store {
   }
   const db = new Kysely<Database>({
     dialect: auditingDialect(
-      new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) }),
+      currentSchemaDialect(new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) })),
       'postgres',
     ),
   })
