@@ -1,3 +1,9 @@
+export {
+  type CheckMode,
+  type GrantingStatement,
+  grantingStatements,
+  type PolicySource,
+} from './explain.js'
 export { ANY, matches, SELF_ID } from './matcher.js'
 export { changeOwner, createItem } from './ownership.js'
 export {

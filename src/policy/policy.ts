@@ -78,20 +78,31 @@ export class CompiledPolicy {
   scope(activity: Activity, collection: readonly string[], caller: Caller): ItemScope | null {
     const scope = emptyScope()
     let covered = false
-    const last = collection.length - 1
-    const prefix: Resource = { tokens: collection.slice(0, last) }
     for (const s of this.#statements) {
       if (!s.activities.includes(activity)) continue
-      for (const m of s.matchers) {
-        if (m.length !== collection.length) continue
-        if (!matches(m.slice(0, last), prefix, caller)) continue
-        // A matcher that can cover neither the collection nor any item (e.g. `User::$[Owner=.*]`,
-        // or `$[id=self.id]` without a calling user) does not make the list readable.
-        if (addItemToken(scope, m[last] as string, m[last - 1] as string, caller)) covered = true
-      }
+      for (const m of s.matchers) if (addMatcherScope(scope, m, collection, caller)) covered = true
     }
     return covered ? scope : null
   }
+}
+
+/**
+ * What one matcher adds to a collection's scope: false when it covers neither the collection nor
+ * any of its items. The policy simulator asks the same question per matcher, so it cannot
+ * disagree with `scope`.
+ */
+export function addMatcherScope(
+  scope: ItemScope,
+  m: readonly string[],
+  collection: readonly string[],
+  caller: Caller,
+): boolean {
+  if (m.length !== collection.length) return false
+  const last = collection.length - 1
+  if (!matches(m.slice(0, last), { tokens: collection.slice(0, last) }, caller)) return false
+  // A matcher that can cover neither the collection nor any item (e.g. `User::$[Owner=.*]`,
+  // or `$[id=self.id]` without a calling user) does not make the list readable.
+  return addItemToken(scope, m[last] as string, m[last - 1] as string, caller)
 }
 
 /**
@@ -105,7 +116,7 @@ export interface ItemScope {
   anyOwner: boolean
 }
 
-function emptyScope(): ItemScope {
+export function emptyScope(): ItemScope {
   return { all: false, ids: new Set(), ownerIds: new Set(), anyOwner: false }
 }
 
