@@ -13,8 +13,11 @@ import { openTestStore, testDialect } from './helpers/store.js'
  */
 const BEFORE = FULL_ACCESS_POLICY.map((s) => ({
   ...s,
-  // Neither the settings grant (0013) nor the audit grant (0014, also run by migrateToLatest).
-  Resources: s.Resources.filter((r) => r !== 'Account::.*::Settings' && r !== 'Audit::'),
+  // Neither the settings grant (0013) nor the audit (0014) and policy simulator (0017) grants,
+  // also run by migrateToLatest.
+  Resources: s.Resources.filter(
+    (r) => r !== 'Account::.*::Settings' && r !== 'Audit::' && r !== 'PolicySimulator::',
+  ),
 }))
 const EDITED = [{ ...BEFORE[0], Activities: 'R' }]
 const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc01'

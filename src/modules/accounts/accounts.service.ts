@@ -13,9 +13,10 @@ import * as repo from './accounts.repo.js'
 
 /**
  * Every resource row of the spec's access grid, with every activity, and the account's security
- * settings (`Account::<id>::Settings`, R and U; issue 13) and the account's audit trail (`Audit::`,
- * read through R). Migrations 0013 and 0014 give the same to groups of earlier releases that
- * still hold exactly the policy before each.
+ * settings (`Account::<id>::Settings`, R and U; issue 13), the account's audit trail (`Audit::`,
+ * read through R) and the policy simulator (`PolicySimulator::`, R; issue 15). Migrations 0013,
+ * 0014 and 0017 give the same to groups of earlier releases that still hold exactly the policy
+ * before each.
  */
 export const FULL_ACCESS_POLICY: PolicyStatement[] = [
   {
@@ -35,6 +36,7 @@ export const FULL_ACCESS_POLICY: PolicyStatement[] = [
       'PasswordResetFlow::.*::Email::.*',
       'Account::.*::Settings',
       'Audit::',
+      'PolicySimulator::',
     ],
     Activities: 'CRUD',
   },
