@@ -38,6 +38,7 @@ import { addMetering, addMeteringCount } from './modules/metering/metering.hooks
 import { meteringRoutes } from './modules/metering/metering.routes.js'
 import { mfaRoutes } from './modules/mfa/mfa.routes.js'
 import { passwordResetRoutes } from './modules/password-reset/flows.routes.js'
+import { policySimulatorRoutes } from './modules/policy-simulator/simulator.routes.js'
 import { satRoutes } from './modules/sats/sats.routes.js'
 import { schemaRoutes } from './modules/schemas/schemas.routes.js'
 import { searchRoutes } from './modules/search/search.routes.js'
@@ -160,6 +161,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await settingsRoutes(app, deps.settings)
   await meteringRoutes(app, deps.metering)
   await auditRoutes(app, deps.auditEvents)
+  await policySimulatorRoutes(app, deps.policySimulator)
   await healthRoutes(app, deps.health)
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app

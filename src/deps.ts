@@ -32,6 +32,7 @@ import { MessageRateLimit } from './modules/messaging/message-rate-limit.js'
 import { MeteringService } from './modules/metering/metering.service.js'
 import { MfaService } from './modules/mfa/mfa.service.js'
 import { PasswordResetFlowsService } from './modules/password-reset/flows.service.js'
+import { PolicySimulatorService } from './modules/policy-simulator/simulator.service.js'
 import { SatsService } from './modules/sats/sats.service.js'
 import { SchemasService } from './modules/schemas/schemas.service.js'
 import { UserSchemaService } from './modules/schemas/user-schema.service.js'
@@ -78,6 +79,8 @@ export interface Deps {
   audit: AuditWriter | null
   /** Reads of the trail (`GET /v1/audit_events`). */
   auditEvents: AuditService
+  /** The policy simulator (`/v1/policy/explain`, `/v1/policy/access`). */
+  policySimulator: PolicySimulatorService
   /** Where services count and time what metrics show. */
   meter: Meter
 }
@@ -123,6 +126,8 @@ export interface DepsOptions {
   freeSpace?: FreeSpaceFloor
   /** False: no audit trail (COFFER_AUDIT=off, benchmarks only; refused in production). */
   audit?: boolean
+  /** Most users × groups the policy access query evaluates (default DEFAULT_ACCESS_MAX_PAIRS). */
+  policyAccessMaxPairs?: number
 }
 
 /** The blob store the configuration names. */
@@ -220,6 +225,16 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const metering = new MeteringService(db, clock, settings, meter, options.onMeteringFlushError)
   // A quota changed here holds here at once (other nodes read it again within QUOTA_CACHE_MS).
   settings.onChange(async (_trx, change) => metering.forgetQuota(change.accountId))
+  const blobService = new BlobsService(
+    db,
+    clock,
+    keyring,
+    options.blobStore,
+    vaults,
+    users,
+    options.onCleanupError,
+    meter,
+  )
   return {
     store,
     audit: options.audit === false ? null : new AuditWriter(db, store.dialect, meter),
@@ -263,15 +278,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       options.searchTimeoutMs,
       meter,
     ),
-    blobService: new BlobsService(
-      db,
-      clock,
-      keyring,
-      options.blobStore,
-      vaults,
+    blobService,
+    policySimulator: new PolicySimulatorService(
       users,
-      options.onCleanupError,
-      meter,
+      groups,
+      documents,
+      blobService,
+      options.policyAccessMaxPairs,
     ),
     sendgrid,
     twilio,

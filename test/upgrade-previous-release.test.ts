@@ -377,6 +377,29 @@ function upgradeSuite(folder: string): void {
       }
     })
 
+    it('simulates policies after the upgrade: the admin group holds PolicySimulator:: (migration 0017)', async () => {
+      const groups = await call('GET', '/v1/groups', { auth: basic(fixture.bootstrap.api_key) })
+      const admin = groups.json().groups.find((g: { name: string }) => g.name === 'FULL_ADMIN')
+      expect(admin.policy[0].Resources).toContain('PolicySimulator::')
+      const resource = `Vault::${fixture.vault.id}::Document::${fixture.vault.documents[0]?.id}`
+      const res = await call('GET', `/v1/policy/access?resource=${encodeURIComponent(resource)}`, {
+        auth: basic(fixture.bootstrap.api_key),
+      })
+      expect(res.status, res.body).toBe(200)
+      const bootstrap = res
+        .json()
+        .data.items.find((i: { username: string }) => i.username === fixture.bootstrap.username)
+      expect(bootstrap).toMatchObject({
+        activities: 'CRUD',
+        granted_by: [
+          expect.objectContaining({
+            group_id: admin.id,
+            resource_matcher: 'Vault::.*::Document::.*',
+          }),
+        ],
+      })
+    })
+
     it('does not bootstrap again: one account, the bootstrap row names it', async () => {
       expect(server.output()).not.toContain('created the first account')
       const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })

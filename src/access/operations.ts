@@ -59,6 +59,9 @@ const CATALOG = {
   'vault.list_by_account': { openapi: 'listAccountVaults' },
   // audit trail
   'audit_event.list': { openapi: 'listAuditEvents' },
+  // policy simulator (issue 15)
+  'policy.explain': { openapi: 'explainPolicy' },
+  'policy.access': { openapi: 'listPolicyAccess' },
   // account settings
   'account_settings.read': { openapi: 'readAccountSettings' },
   'account_settings.update': { openapi: 'updateAccountSettings' },

@@ -80,6 +80,8 @@ export interface TestAppOptions {
   tls?: AppOptions['tls']
   /** HSTS max-age (default the production one year). */
   hstsMaxAgeSeconds?: number
+  /** Most users × groups the policy access query evaluates (default the production one). */
+  policyAccessMaxPairs?: number
   /** Hooks a test adds to the app before it is ready (e.g. to read what a request recorded). */
   beforeReady?: (app: FastifyInstance) => void
 }
@@ -112,6 +114,9 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
     ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
     ...(options.freeSpace ? { freeSpace: options.freeSpace } : {}),
+    ...(options.policyAccessMaxPairs !== undefined
+      ? { policyAccessMaxPairs: options.policyAccessMaxPairs }
+      : {}),
   })
   const app = await buildApp(deps, {
     ...(options.logger ? { logger: options.logger } : {}),

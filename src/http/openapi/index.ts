@@ -21,6 +21,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   search: 'Search documents and users through their schemas',
   'scoped access tokens': 'Scoped access tokens (SATs): credentials with their own policy',
   audit: "The account's audit trail: who did what to which records, and whether it was allowed",
+  policy: "The policy simulator: what a user's groups allow on a resource, and who may act on it",
   messaging: 'Email and text users through SendGrid and Twilio',
   'password reset flows': 'Password reset flows and their emails',
   mfa: 'TOTP multi-factor authentication',

@@ -88,6 +88,14 @@ export class BlobsService {
     await this.vaults.require(this.db, actor.principal.accountId, vaultId)
   }
 
+  /**
+   * The owner of a BLOB (null: unowned), or undefined when the account has no such BLOB: what
+   * `$[Owner=…]` matchers are decided on (the policy simulator).
+   */
+  async ownerOf(accountId: string, vaultId: string, id: string) {
+    return (await repo.findById(this.db, accountId, vaultId, id))?.owner_id
+  }
+
   /** The BLOB, if the caller may at least see it (else 404 as if missing). */
   async find(actor: Actor, vaultId: string, id: string): Promise<BlobRow> {
     await this.requireVault(actor, vaultId)

@@ -254,6 +254,14 @@ export class DocumentsService {
     return row
   }
 
+  /**
+   * The owner of a document (null: unowned), or undefined when the account has no such document:
+   * what `$[Owner=…]` matchers are decided on (the policy simulator).
+   */
+  async ownerOf(accountId: string, vaultId: string, id: string) {
+    return (await repo.findById(this.db, accountId, vaultId, id))?.owner_id
+  }
+
   /** Decrypted content of a row the caller was allowed to see (search results). */
   openContent(row: DocumentRow): Promise<unknown> {
     return this.#open(row)

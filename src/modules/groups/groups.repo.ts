@@ -143,6 +143,49 @@ export async function policiesOfUser(
   return rows.map((r) => r.policy)
 }
 
+/** Every group of the account with its policy (the policy simulator), by id. */
+export function allOfAccount(db: Executor, accountId: string) {
+  return db
+    .selectFrom('groups')
+    .select(['id', 'name', 'policy'])
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute()
+}
+
+/** Every membership of the account (the policy simulator's access query). */
+export function allMemberships(db: Executor, accountId: string) {
+  return db
+    .selectFrom('group_members')
+    .select(['user_id', 'group_id'])
+    .where('account_id', '=', accountId)
+    .execute()
+}
+
+/** The groups (id, name, policy) the user belongs to, by id. */
+export function groupsOfUser(db: Executor, accountId: string, userId: string) {
+  return db
+    .selectFrom('group_members as m')
+    .innerJoin('groups as g', (j) =>
+      j.onRef('g.account_id', '=', 'm.account_id').onRef('g.id', '=', 'm.group_id'),
+    )
+    .select(['g.id', 'g.name', 'g.policy'])
+    .where('m.account_id', '=', accountId)
+    .where('m.user_id', '=', userId)
+    .orderBy('g.id')
+    .execute()
+}
+
+/** How many groups the account has. */
+export async function countOfAccount(db: Executor, accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('groups')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
 export async function existingGroupIds(db: Executor, accountId: string, ids: readonly string[]) {
   if (ids.length === 0) return new Set<string>()
   const rows = await db

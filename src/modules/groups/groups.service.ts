@@ -50,6 +50,10 @@ function toGroup(row: repo.GroupRow, userIds?: string[]): Group {
   return group
 }
 
+function toPolicyGroup(row: Pick<repo.GroupRow, 'id' | 'name' | 'policy'>): Group {
+  return { id: row.id, name: row.name, policy: JSON.parse(row.policy) }
+}
+
 /** Groups, their policies and memberships. Every query is scoped to the caller's account. */
 export class GroupsService {
   constructor(
@@ -179,6 +183,26 @@ export class GroupsService {
   /** The stored JSON of each group policy of the user, sorted (a stable cache key). */
   async policyTextsOfUser(accountId: string, userId: string): Promise<string[]> {
     return (await repo.policiesOfUser(this.db, accountId, userId)).sort()
+  }
+
+  /** The groups of the user with their policies, by id (the policy simulator names them). */
+  async groupsOfUser(accountId: string, userId: string): Promise<Group[]> {
+    return (await repo.groupsOfUser(this.db, accountId, userId)).map(toPolicyGroup)
+  }
+
+  /** Every group of the account with its policy and members, by id (the policy simulator). */
+  async allWithMembers(accountId: string): Promise<Group[]> {
+    const [rows, memberships] = await Promise.all([
+      repo.allOfAccount(this.db, accountId),
+      repo.allMemberships(this.db, accountId),
+    ])
+    const members = new Map<string, string[]>(rows.map((r) => [r.id, []]))
+    for (const m of memberships) members.get(m.group_id)?.push(m.user_id)
+    return rows.map((r) => ({ ...toPolicyGroup(r), user_ids: members.get(r.id) ?? [] }))
+  }
+
+  countOfAccount(accountId: string): Promise<number> {
+    return repo.countOfAccount(this.db, accountId)
   }
 
   /** user id → group ids, for `full` user reads. */

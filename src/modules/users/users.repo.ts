@@ -117,6 +117,25 @@ export function pageAll(db: Executor, accountId: string, after: string, limit: n
     .execute()
 }
 
+/** id, username and status of every user of the account, by id (the policy simulator). */
+export function summaries(db: Executor, accountId: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'username', 'status'])
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute()
+}
+
+export async function countOfAccount(db: Executor, accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
 /** True when the account has any user at all. */
 export async function anyUser(db: Executor, accountId: string): Promise<boolean> {
   const row = await db

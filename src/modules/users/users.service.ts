@@ -29,6 +29,13 @@ const MAX_USERNAME = 255
 const MIN_PASSWORD = 8
 const MAX_PASSWORD = 1024
 
+/** A user as the policy simulator names it. */
+export interface UserSummary {
+  id: string
+  username: string
+  status: string
+}
+
 export interface NewUser {
   username: unknown
   password?: string | undefined
@@ -246,6 +253,21 @@ export class UsersService {
   /** True when the id names a user of the account (any status): owners of documents and BLOBs. */
   async exists(accountId: string, id: string): Promise<boolean> {
     return (await repo.findById(this.db, accountId, id)) !== undefined
+  }
+
+  /** id, username and status of one user, if it is one of the account's. */
+  async summary(accountId: string, id: string): Promise<UserSummary | undefined> {
+    const row = await repo.findById(this.db, accountId, id)
+    return row && { id: row.id, username: row.username, status: row.status }
+  }
+
+  /** id, username and status of every user of the account, by id. */
+  summaries(accountId: string): Promise<UserSummary[]> {
+    return repo.summaries(this.db, accountId)
+  }
+
+  countOfAccount(accountId: string): Promise<number> {
+    return repo.countOfAccount(this.db, accountId)
   }
 
   get(accountId: string, id: string): Promise<UserRow> {
