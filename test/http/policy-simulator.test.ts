@@ -431,6 +431,43 @@ describe('access: who may do anything on a resource', () => {
     }
   })
 
+  it.each([
+    [
+      'a user ($[id=self.id] names only that user)',
+      () => `User::${alice.id}`,
+      (u: User) => t.api.get(`/v1/users/${alice.id}`, { auth: u.accessToken }),
+    ],
+    [
+      'the users list (readAny)',
+      () => 'User::',
+      (u: User) => t.api.get('/v1/users', { auth: u.accessToken }),
+    ],
+    [
+      "alice's BLOB",
+      () => `Vault::${vault}::Blob::${aliceBlob}`,
+      (u: User) => t.api.get(`/v1/vaults/${vault}/blobs/${aliceBlob}`, { auth: u.accessToken }),
+    ],
+  ])(
+    '%s: the readers listed are exactly those the real read lets in',
+    async (_name, resource, read) => {
+      const res = await access({ resource: resource() })
+      expect(res.statusCode, res.body).toBe(200)
+      const readers = new Set(
+        res
+          .json()
+          .data.items.filter((i: { activities: string }) => i.activities.includes('R'))
+          .map((i: { user_id: string }) => i.user_id),
+      )
+      const seen = new Set<boolean>()
+      for (const u of [alice, bob, carol, admin()]) {
+        const allowed = allowedStatus(await read(u))
+        expect(readers.has(u.id), u.username).toBe(allowed)
+        seen.add(allowed)
+      }
+      expect([...seen].sort()).toEqual([false, true])
+    },
+  )
+
   it('pages: edges of page and per_page', async () => {
     const resource = `Vault::${vault}`
     const all = (await access({ resource })).json().data

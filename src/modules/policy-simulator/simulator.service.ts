@@ -1,42 +1,26 @@
 import { errors } from '../../lib/errors.js'
-import {
-  type Activity,
-  type Caller,
-  CompiledPolicy,
-  type GrantingStatement,
-  Grants,
-  grantingStatements,
-  type PolicySource,
-  type Resource,
-} from '../../policy/index.js'
+import type { Activity, Resource } from '../../policy/index.js'
 import type { BlobsService } from '../blobs/blobs.service.js'
 import type { DocumentsService } from '../documents/documents.service.js'
-import { type Group, type GroupsService, validatePolicy } from '../groups/groups.service.js'
-import type { UserSummary, UsersService } from '../users/users.service.js'
+import { type GroupsService, validatePolicy } from '../groups/groups.service.js'
+import type { UsersService } from '../users/users.service.js'
+import { type AccessItem, accessItems } from './access-list.js'
+import {
+  type ActivityExplanation,
+  ALL_ACTIVITIES,
+  explainActivity,
+  type Subject,
+  sourceOf,
+  subjectOf,
+} from './explain-activity.js'
 import { parseSimulatedResource, type SimulatedResource } from './simulated-resource.js'
 
 /**
- * The reverse query evaluates every user against every group they belong to; it is refused when
- * the account's users × groups exceeds this (decision: the work is bounded before it starts).
+ * The reverse query reads every user and every membership of the account and evaluates each
+ * group once (access-list.ts); it is refused before any of that when the account's users ×
+ * groups exceeds this, which bounds the memberships read (e.g. 2,500 users × 100 groups).
  */
 export const DEFAULT_ACCESS_MAX_PAIRS = 250_000
-
-const ALL_ACTIVITIES: readonly Activity[] = ['C', 'R', 'U', 'D']
-
-export interface GrantEntry {
-  group_id: string | null
-  group_name: string | null
-  statement_index: number
-  resource_matcher: string
-  activities: string
-  condition?: string
-}
-
-export interface ActivityExplanation {
-  activity: Activity
-  allowed: boolean
-  granted_by: GrantEntry[]
-}
 
 export interface Explanation {
   resource: string
@@ -51,31 +35,10 @@ export interface ExplainInput {
   activities?: string | undefined
 }
 
-export interface AccessItem {
-  user_id: string
-  username: string
-  status: string
-  activities: string
-  granted_by: GrantEntry[]
-}
-
 export interface AccessPage {
   resource: string
   items: AccessItem[]
   info: { current_page: number; per_page: number; num_pages: number; total_result_count: number }
-}
-
-/** The statements of a subject, the caller their `self` matchers mean, and the engine's grants. */
-interface Subject {
-  sources: PolicySource[]
-  caller: Caller
-  grants: Grants
-}
-
-function subjectOf(sources: PolicySource[], caller: Caller): Subject {
-  // As AuthzService builds a user's grants: one layer, the union of every statement.
-  const policy = new CompiledPolicy(sources.flatMap((s) => s.statements))
-  return { sources, caller, grants: new Grants([policy], caller) }
 }
 
 /**
@@ -144,18 +107,7 @@ export class PolicySimulatorService {
       this.users.summaries(accountId),
       this.groups.allWithMembers(accountId),
     ])
-    const groupsOf = new Map<string, Group[]>()
-    for (const g of groups)
-      for (const u of g.user_ids ?? []) {
-        const list = groupsOf.get(u)
-        if (list) list.push(g)
-        else groupsOf.set(u, [g])
-      }
-    const items: AccessItem[] = []
-    for (const user of users) {
-      const item = accessOf(user, groupsOf.get(user.id) ?? [], target, res)
-      if (item) items.push(item)
-    }
+    const items = accessItems(users, groups, target, res)
     const start = (page - 1) * perPage
     return {
       resource: target.text,
@@ -186,64 +138,10 @@ export class PolicySimulatorService {
   }
 }
 
-function sourceOf(group: Group): PolicySource {
-  return { groupId: group.id, groupName: group.name, statements: group.policy }
-}
-
 function parseActivities(value: string | undefined): Activity[] {
   if (value === undefined) return [...ALL_ACTIVITIES]
   const letters = value.toUpperCase()
   if (letters === '' || !/^[CRUD]+$/.test(letters))
     throw errors.invalidField('activities', 'must be a non-empty string of the letters C, R, U, D')
   return ALL_ACTIVITIES.filter((a) => letters.includes(a))
-}
-
-function explainActivity(
-  activity: Activity,
-  target: SimulatedResource,
-  res: Resource,
-  who: Subject,
-): ActivityExplanation {
-  // Reading a listable collection is a list: routes check `readAny`, not R on the collection.
-  const mode = activity === 'R' && target.listable ? 'list' : 'item'
-  const allowed =
-    mode === 'list' ? who.grants.readScopes(res.tokens) !== null : who.grants.can(activity, res)
-  const found = grantingStatements(activity, res, who.caller, who.sources, mode)
-  return { activity, allowed, granted_by: found.map(entryOf) }
-}
-
-function accessOf(
-  user: UserSummary,
-  groups: readonly Group[],
-  target: SimulatedResource,
-  res: Resource,
-): AccessItem | null {
-  const who = subjectOf(groups.map(sourceOf), { userId: user.id })
-  let letters = ''
-  const entries = new Map<string, GrantEntry>()
-  for (const activity of ALL_ACTIVITIES) {
-    const explained = explainActivity(activity, target, res, who)
-    if (!explained.allowed) continue
-    letters += activity
-    for (const e of explained.granted_by) entries.set(JSON.stringify(e), e)
-  }
-  if (letters === '') return null
-  return {
-    user_id: user.id,
-    username: user.username,
-    status: user.status,
-    activities: letters,
-    granted_by: [...entries.values()],
-  }
-}
-
-function entryOf(g: GrantingStatement): GrantEntry {
-  return {
-    group_id: g.source.groupId,
-    group_name: g.source.groupName,
-    statement_index: g.statementIndex,
-    resource_matcher: g.matcher,
-    activities: g.activities,
-    ...(g.condition !== undefined ? { condition: g.condition } : {}),
-  }
 }
