@@ -628,6 +628,38 @@ describe('validation: a 400 naming the field', () => {
   })
 })
 
+describe('the audit trail', () => {
+  const lastEvent = async (operation: string) => {
+    const row = await t.deps.store.db
+      .selectFrom('audit_events')
+      .selectAll()
+      .where('operation', '=', operation)
+      .orderBy('seq', 'desc')
+      .executeTakeFirstOrThrow()
+    return { ...row, resources: JSON.parse(row.resources) }
+  }
+
+  it('an explanation names its subject and the records of the resource', async () => {
+    await post({ user_id: bob.id, resource: `Vault::${vault}::Document::${aliceDoc}` })
+    const e = await lastEvent('policy.explain')
+    expect(e).toMatchObject({ decision: 'allowed', actor_user_id: t.admin.userId })
+    expect(e.resources).toEqual({ user: [bob.id], vault: [vault], document: [aliceDoc] })
+  })
+
+  it('an access query names the users it answered; a refusal is recorded as denied', async () => {
+    const res = await access({ resource: `Vault::${vault}`, per_page: '1' })
+    const shown = res.json().data.items.map((i: { user_id: string }) => i.user_id)
+    const e = await lastEvent('policy.access')
+    expect(e.resources).toEqual({ vault: [vault], user: shown })
+    await access({ resource: `Vault::${vault}` }, carol.apiKey)
+    expect(await lastEvent('policy.access')).toMatchObject({
+      decision: 'denied',
+      actor_user_id: carol.id,
+      status: 401,
+    })
+  })
+})
+
 describe('authorisation', () => {
   it('needs R on PolicySimulator::: a caller without it is refused (401 authorization_error)', async () => {
     const body = { user_id: alice.id, resource: `Vault::${vault}` }

@@ -1,3 +1,4 @@
+import { auditTouch } from '../../audit/context.js'
 import { errors } from '../../lib/errors.js'
 import type { Activity, Resource } from '../../policy/index.js'
 import type { BlobsService } from '../blobs/blobs.service.js'
@@ -5,6 +6,7 @@ import type { DocumentsService } from '../documents/documents.service.js'
 import { type GroupsService, validatePolicy } from '../groups/groups.service.js'
 import type { UsersService } from '../users/users.service.js'
 import { type AccessItem, accessItems } from './access-list.js'
+import { auditResourceIds } from './audit-resources.js'
 import {
   type ActivityExplanation,
   ALL_ACTIVITIES,
@@ -75,10 +77,12 @@ export class PolicySimulatorService {
       const user = await this.users.summary(accountId, (input.user_id as string).toLowerCase())
       if (!user) throw errors.invalidField('user_id', 'is not a user of this account')
       subject = { user_id: user.id, username: user.username, status: user.status }
+      auditTouch('user', user.id)
       const groups = await this.groups.groupsOfUser(accountId, user.id)
       who = subjectOf(groups.map(sourceOf), { userId: user.id })
     }
     const res = await this.#resolve(accountId, target)
+    auditResourceIds(target.tokens)
     return {
       resource: target.text,
       subject,
@@ -109,9 +113,16 @@ export class PolicySimulatorService {
     ])
     const items = accessItems(users, groups, target, res)
     const start = (page - 1) * perPage
+    const shown = items.slice(start, start + perPage)
+    auditResourceIds(target.tokens)
+    // The answer names these users and what they may do: the event names them too.
+    auditTouch(
+      'user',
+      shown.map((i) => i.user_id),
+    )
     return {
       resource: target.text,
-      items: items.slice(start, start + perPage),
+      items: shown,
       info: {
         current_page: page,
         per_page: perPage,
