@@ -101,7 +101,8 @@ export class PolicySimulatorService {
       this.users.countOfAccount(accountId),
       this.groups.countOfAccount(accountId),
     ])
-    if (userCount * groupCount > this.maxPairs)
+    // At least one group counts, so the users read are bounded even in an account with none.
+    if (userCount * Math.max(groupCount, 1) > this.maxPairs)
       throw errors.badRequest(
         'SIMULATION_TOO_LARGE',
         `resource: this account has ${userCount} users and ${groupCount} groups; the access query evaluates at most ${this.maxPairs} user × group pairs (ask POST /v1/policy/explain about one user instead)`,
