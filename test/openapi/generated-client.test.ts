@@ -102,6 +102,15 @@ const found = await client.POST('/v1/vaults/{vault_id}/search', {
 })
 if (!found.data) fail('search', found.error)
 
+// The policy simulator (issue 15): what this user may do on the document, and who may.
+const resource = 'Vault::' + vault_id + '::Document::' + created.data.document_id
+const explained = await client.POST('/v1/policy/explain', {
+  body: { user_id: login.data.user.id, resource },
+})
+if (!explained.data) fail('explain', explained.error)
+const access = await client.GET('/v1/policy/access', { params: { query: { resource } } })
+if (!access.data) fail('access', access.error)
+
 console.log(
   JSON.stringify({
     downloadType,
@@ -113,6 +122,9 @@ console.log(
     },
     hits: found.data.data.documents.map((d) => d.document_id),
     created: created.data.document_id,
+    explained: explained.data.explanation.activities.map((a) => a.activity + (a.allowed ? '+' : '-')),
+    grantedBy: explained.data.explanation.activities[1]?.granted_by[0]?.resource_matcher,
+    access: access.data.data.items.map((i) => i.username + ':' + i.activities),
   }),
 )
 `
@@ -153,7 +165,7 @@ describe('a client generated from /openapi.json', () => {
     await server?.close()
   })
 
-  it('type-checks under strict with no casts, and logs in, stores, reads, uploads, downloads and searches', async () => {
+  it('type-checks under strict with no casts, and logs in, stores, reads, uploads, downloads, searches and simulates policies', async () => {
     const published = await fetch(`${server.url}/openapi.json`)
     expect(published.status).toBe(200)
     const types = astToString(await openapiTS(await published.text()))
@@ -167,7 +179,10 @@ describe('a client generated from /openapi.json', () => {
 
     const user = await createUser(server.testApp, {
       password: 'generated-client-password',
-      policy: [{ Resources: VAULT_WORK, Activities: 'CRUD' }],
+      policy: [
+        { Resources: VAULT_WORK, Activities: 'CRUD' },
+        { Resources: ['PolicySimulator::'], Activities: 'R' },
+      ],
     })
     const args = [server.url, server.admin.account_id, user.username, 'generated-client-password']
     const client = await run(process.execPath, ['--import', 'tsx', 'client.ts', ...args], dir)
@@ -182,5 +197,8 @@ describe('a client generated from /openapi.json', () => {
       type: 'text/plain',
     })
     expect(out.hits).toEqual([out.created])
+    expect(out.explained).toEqual(['C+', 'R+', 'U+', 'D+'])
+    expect(out.grantedBy).toBe('Vault::.*::Document::.*')
+    expect(out.access).toContain(`${user.username}:CRUD`)
   }, 120_000)
 })
