@@ -21,6 +21,10 @@ export interface GrantingStatement {
   statementIndex: number
   /** The matcher as written in the statement. */
   matcher: string
+  /**
+   * The statement's Activities, each letter once (first occurrence first): a policy may spell
+   * them at any length, and an answer naming many statements would repeat them whole.
+   */
   activities: string
   /** What the match depended on beyond the resource's text, e.g. `owner=self` (see below). */
   condition?: string
@@ -44,6 +48,7 @@ export function grantingStatements(
   for (const source of sources) {
     source.statements.forEach((statement, statementIndex) => {
       if (!statement.Activities.includes(activity)) return
+      const activities = [...new Set(statement.Activities)].join('')
       for (const matcher of statement.Resources) {
         const tokens = tokenize(matcher)
         const condition =
@@ -53,7 +58,7 @@ export function grantingStatements(
           source,
           statementIndex,
           matcher,
-          activities: statement.Activities,
+          activities,
           ...(condition !== '' ? { condition } : {}),
         })
       }

@@ -740,3 +740,56 @@ describe('the access limit (users × groups)', () => {
     expect(one.statusCode).toBe(200)
   })
 })
+
+describe('the granted_by limit (50 statements named; the answer is never cut)', () => {
+  // Statement i grants R on every vault: each is a distinct granting statement.
+  const statements = (n: number, activities = 'R'): PolicyStatement[] =>
+    Array.from({ length: n }, () => ({ Resources: ['Vault::.*'], Activities: activities }))
+
+  it('explain names at most 50 statements per activity and says when there were more', async () => {
+    for (const [n, shown, truncated] of [
+      [50, 50, false],
+      [51, 50, true],
+    ] as const) {
+      const res = await post({
+        policy: statements(n),
+        resource: `Vault::${vault}`,
+        activities: 'R',
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      const [r] = res.json().explanation.activities
+      expect(r.allowed).toBe(true)
+      expect(r.granted_by).toHaveLength(shown)
+      expect(r.granted_by[shown - 1].statement_index).toBe(shown - 1)
+      expect(r.granted_by_truncated === true).toBe(truncated)
+    }
+  })
+
+  it("a statement's Activities are named by their letters, each once", async () => {
+    // A long Activities string was echoed in every entry: a 1 MiB body answered hundreds of MiB.
+    const res = await post({
+      policy: [{ Resources: ['Vault::.*'], Activities: `${'r'.repeat(500)}U${'R'.repeat(500)}` }],
+      resource: `Vault::${vault}`,
+      activities: 'R',
+    })
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json().explanation.activities[0].granted_by[0].activities).toBe('RU')
+  })
+
+  it('access names at most 50 statements per user and says when there were more', async () => {
+    const at = await createUser(t, { username: 'fifty', policy: statements(50, 'RU') })
+    const over = await createUser(t, { username: 'fifty-one', policy: statements(51) })
+    const res = await access({ resource: `Vault::${vault}`, per_page: '500' })
+    expect(res.statusCode, res.body).toBe(200)
+    const items = res.json().data.items as Record<string, unknown>[]
+    const atItem = items.find((i) => i.user_id === at.id) as Record<string, unknown>
+    const overItem = items.find((i) => i.user_id === over.id) as Record<string, unknown>
+    // 50 statements granting R and U: each named once, not once per letter.
+    expect(atItem.activities).toBe('RU')
+    expect(atItem.granted_by).toHaveLength(50)
+    expect(atItem.granted_by_truncated).toBeUndefined()
+    expect(overItem.activities).toBe('R')
+    expect(overItem.granted_by).toHaveLength(50)
+    expect(overItem.granted_by_truncated).toBe(true)
+  })
+})

@@ -6,6 +6,7 @@ import {
   ALL_ACTIVITIES,
   explainActivity,
   type GrantEntry,
+  MAX_GRANTED_BY,
   sourceOf,
   subjectOf,
 } from './explain-activity.js'
@@ -17,6 +18,8 @@ export interface AccessItem {
   status: string
   activities: string
   granted_by: GrantEntry[]
+  /** Present (true) when more statements grant than `granted_by` names (MAX_GRANTED_BY). */
+  granted_by_truncated?: true
 }
 
 /**
@@ -40,13 +43,10 @@ export function accessItems(
   target: SimulatedResource,
   res: Resource,
 ): AccessItem[] {
-  const byGroup = new Map<string, ActivityExplanation[]>()
+  const byGroup = new Map<string, GroupAnswer>()
   for (const g of groups) {
     const who = subjectOf([sourceOf(g)], SOMEONE_ELSE)
-    byGroup.set(
-      g.id,
-      ALL_ACTIVITIES.map((a) => explainActivity(a, target, res, who)),
-    )
+    byGroup.set(g.id, groupAnswer(ALL_ACTIVITIES.map((a) => explainActivity(a, target, res, who))))
   }
   const groupsOf = new Map<string, Group[]>()
   for (const g of groups)
@@ -59,15 +59,44 @@ export function accessItems(
   const items: AccessItem[] = []
   for (const user of users) {
     const mine = groupsOf.get(user.id) ?? []
-    const verdicts = named(user.id)
-      ? ALL_ACTIVITIES.map((a) =>
-          explainActivity(a, target, res, subjectOf(mine.map(sourceOf), { userId: user.id })),
-        )
-      : unionOf(mine.map((g) => byGroup.get(g.id) as ActivityExplanation[]))
-    const item = itemOf(user, verdicts)
+    const parts = named(user.id)
+      ? [
+          groupAnswer(
+            ALL_ACTIVITIES.map((a) =>
+              explainActivity(a, target, res, subjectOf(mine.map(sourceOf), { userId: user.id })),
+            ),
+          ),
+        ]
+      : mine.map((g) => byGroup.get(g.id) as GroupAnswer)
+    const item = itemOf(user, parts)
     if (item) items.push(item)
   }
   return items
+}
+
+/**
+ * What a group (or a user evaluated alone) answers: the letters allowed and, per activity in
+ * CRUD order, the granting entries not already named for an earlier activity (a statement with
+ * RU grants both, and is named once).
+ */
+interface GroupAnswer {
+  allowed: boolean[]
+  fresh: GrantEntry[][]
+}
+
+function groupAnswer(verdicts: ActivityExplanation[]): GroupAnswer {
+  const seen = new Set<string>()
+  return {
+    allowed: verdicts.map((v) => v.allowed),
+    fresh: verdicts.map((v) =>
+      v.granted_by.filter((e) => {
+        const key = JSON.stringify(e)
+        if (seen.has(key)) return false
+        seen.add(key)
+        return true
+      }),
+    ),
+  }
 }
 
 /** Whether a user id appears in the resource: its tokens (ids, `$[Owner=<id>]`) or its owner. */
@@ -76,31 +105,33 @@ function namedUsers(res: Resource): (userId: string) => boolean {
   return (userId) => text.includes(userId.toLowerCase())
 }
 
-function unionOf(perGroup: ActivityExplanation[][]): ActivityExplanation[] {
-  return ALL_ACTIVITIES.map((activity, i) => {
-    const each = perGroup.map((g) => g[i] as ActivityExplanation)
-    return {
-      activity,
-      allowed: each.some((e) => e.allowed),
-      granted_by: each.flatMap((e) => e.granted_by),
+/**
+ * A user's item from their groups' answers: the engine's policy is the union of the groups'
+ * statements, and it allows when any statement does. Entries of different groups differ (they
+ * name their group), so none is named twice. At most MAX_GRANTED_BY entries are taken, so a
+ * user's work is bounded by their groups, not by the statements those groups hold.
+ */
+function itemOf(user: UserSummary, parts: readonly GroupAnswer[]): AccessItem | null {
+  const letters = ALL_ACTIVITIES.filter((_, i) => parts.some((p) => p.allowed[i])).join('')
+  if (letters === '') return null
+  const shown: GrantEntry[] = []
+  let total = 0
+  ALL_ACTIVITIES.forEach((_, i) => {
+    for (const p of parts) {
+      const fresh = p.fresh[i] as GrantEntry[]
+      total += fresh.length
+      for (const e of fresh) {
+        if (shown.length === MAX_GRANTED_BY) break
+        shown.push(e)
+      }
     }
   })
-}
-
-function itemOf(user: UserSummary, verdicts: ActivityExplanation[]): AccessItem | null {
-  let letters = ''
-  const entries = new Map<string, GrantEntry>()
-  for (const v of verdicts) {
-    if (!v.allowed) continue
-    letters += v.activity
-    for (const e of v.granted_by) entries.set(JSON.stringify(e), e)
-  }
-  if (letters === '') return null
   return {
     user_id: user.id,
     username: user.username,
     status: user.status,
     activities: letters,
-    granted_by: [...entries.values()],
+    granted_by: shown,
+    ...(total > MAX_GRANTED_BY ? { granted_by_truncated: true as const } : {}),
   }
 }

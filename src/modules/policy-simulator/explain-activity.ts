@@ -13,6 +13,13 @@ import type { SimulatedResource } from './simulated-resource.js'
 
 export const ALL_ACTIVITIES: readonly Activity[] = ['C', 'R', 'U', 'D']
 
+/**
+ * Most granting statements an answer names (per activity in an explanation, per user in an
+ * access list); `granted_by_truncated` says when more grant. Without it the answer grew with the
+ * policy: a 1 MiB pasted policy of one repeated matcher named it tens of thousands of times.
+ */
+export const MAX_GRANTED_BY = 50
+
 export interface GrantEntry {
   group_id: string | null
   group_name: string | null
@@ -26,6 +33,8 @@ export interface ActivityExplanation {
   activity: Activity
   allowed: boolean
   granted_by: GrantEntry[]
+  /** Present (true) when more statements grant than `granted_by` names (MAX_GRANTED_BY). */
+  granted_by_truncated?: true
 }
 
 /** The statements of a subject, the caller their `self` matchers mean, and the engine's grants. */
@@ -61,6 +70,12 @@ export function explainActivity(
     mode === 'list' ? who.grants.readScopes(res.tokens) !== null : who.grants.can(activity, res)
   const found = grantingStatements(activity, res, who.caller, who.sources, mode)
   return { activity, allowed, granted_by: found.map(entryOf) }
+}
+
+/** The explanation as answered: at most MAX_GRANTED_BY statements named. */
+export function bounded(e: ActivityExplanation): ActivityExplanation {
+  if (e.granted_by.length <= MAX_GRANTED_BY) return e
+  return { ...e, granted_by: e.granted_by.slice(0, MAX_GRANTED_BY), granted_by_truncated: true }
 }
 
 function entryOf(g: GrantingStatement): GrantEntry {

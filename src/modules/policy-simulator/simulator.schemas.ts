@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
 import { responses, success, Uuid } from '../../http/schemas.js'
+import { MAX_GRANTED_BY } from './explain-activity.js'
 import { MAX_RESOURCE_LENGTH } from './simulated-resource.js'
 
 const ResourceText = Type.String({
@@ -36,7 +37,7 @@ const GrantEntry = Type.Object({
   group_name: Nullable(Type.String()),
   statement_index: Type.Integer({ description: "the statement's index in the group's policy" }),
   resource_matcher: Type.String({ description: 'the matcher as written in the statement' }),
-  activities: Type.String({ description: "the statement's Activities" }),
+  activities: Type.String({ description: "the statement's Activities, each letter once" }),
   condition: Type.Optional(
     Type.String({
       description:
@@ -45,10 +46,21 @@ const GrantEntry = Type.Object({
   ),
 })
 
+const GrantedBy = Type.Array(GrantEntry, {
+  maxItems: MAX_GRANTED_BY,
+  description: `the granting statements, at most ${MAX_GRANTED_BY}`,
+})
+const Truncated = Type.Optional(
+  Type.Literal(true, {
+    description: `present when more than ${MAX_GRANTED_BY} statements grant (granted_by names the first ${MAX_GRANTED_BY})`,
+  }),
+)
+
 const ActivityExplanation = Type.Object({
   activity: Type.Union(['C', 'R', 'U', 'D'].map((a) => Type.Literal(a))),
   allowed: Type.Boolean(),
-  granted_by: Type.Array(GrantEntry),
+  granted_by: GrantedBy,
+  granted_by_truncated: Truncated,
 })
 
 export const ExplainResponse = responses(
@@ -74,7 +86,8 @@ export const AccessResponse = responses(
           username: Type.String(),
           status: Type.String(),
           activities: Type.String({ description: 'the letters allowed, in CRUD order' }),
-          granted_by: Type.Array(GrantEntry),
+          granted_by: GrantedBy,
+          granted_by_truncated: Truncated,
         }),
       ),
       info: Type.Object({

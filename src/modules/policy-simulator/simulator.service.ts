@@ -10,6 +10,7 @@ import { auditResourceIds } from './audit-resources.js'
 import {
   type ActivityExplanation,
   ALL_ACTIVITIES,
+  bounded,
   explainActivity,
   type Subject,
   sourceOf,
@@ -86,7 +87,7 @@ export class PolicySimulatorService {
     return {
       resource: target.text,
       subject,
-      activities: activities.map((a) => explainActivity(a, target, res, who)),
+      activities: activities.map((a) => bounded(explainActivity(a, target, res, who))),
     }
   }
 
