@@ -80,6 +80,8 @@ export interface TestAppOptions {
   tls?: AppOptions['tls']
   /** HSTS max-age (default the production one year). */
   hstsMaxAgeSeconds?: number
+  /** The console's build (default: dist/console as the server reads it; null: not built). */
+  consoleAssets?: AppOptions['consoleAssets']
   /** Hooks a test adds to the app before it is ready (e.g. to read what a request recorded). */
   beforeReady?: (app: FastifyInstance) => void
 }
@@ -123,6 +125,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.hstsMaxAgeSeconds !== undefined
       ? { hstsMaxAgeSeconds: options.hstsMaxAgeSeconds }
       : {}),
+    ...(options.consoleAssets !== undefined ? { consoleAssets: options.consoleAssets } : {}),
   })
   const responses = watchResponses(app)
   options.beforeReady?.(app)
