@@ -6,7 +6,7 @@ import { SearchPage } from './pages/search'
 import { SignIn } from './pages/sign-in'
 import { SimulatorPage } from './pages/simulator'
 import { TokensPage } from './pages/tokens'
-import { UsagePage } from './pages/usage'
+import { UsagePage, utcDay } from './pages/usage'
 import { UserPage, UsersPage } from './pages/users'
 import { VaultPage, VaultsPage } from './pages/vaults'
 import { BASE, navigate, usePath } from './router'
@@ -90,7 +90,7 @@ export function App() {
     if (!user) return
     void Promise.all([
       available('/v1/audit_events?per_page=1'),
-      available(`/v1/accounts/${user.accountId}/usage`),
+      available(`/v1/accounts/${user.accountId}/usage?from=${utcDay()}&to=${utcDay()}`),
     ]).then(([audit, usage]) => setFeatures({ audit, usage }))
   }, [user])
 

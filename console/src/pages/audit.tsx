@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api } from '../api'
-import { Loading, Page, Pager, useLoad } from '../ui'
+import { Loading, Page, Pager, SelectField, TextField, useLoad } from '../ui'
 
 interface AuditEvent {
   seq: number
@@ -17,16 +17,44 @@ const PER_PAGE = 25
 
 export function AuditPage() {
   const [page, setPage] = useState(1)
+  const [operation, setOperation] = useState('')
+  const [decision, setDecision] = useState('')
+  const [filters, setFilters] = useState({ operation: '', decision: '' })
   const events = useLoad(
     () =>
       api<{ data: { items: AuditEvent[]; total: number } }>('GET', '/v1/audit_events', {
-        query: { page, per_page: PER_PAGE },
+        query: { page, per_page: PER_PAGE, ...filters },
       }),
-    [page],
+    [page, filters],
   )
   const d = events.data?.data
   return (
     <Page title="Audit log">
+      <form
+        class="filters"
+        aria-label="Filter the audit log"
+        onSubmit={(e) => {
+          e.preventDefault()
+          setPage(1)
+          setFilters({ operation: operation.trim(), decision })
+        }}
+      >
+        <TextField
+          label="Operation"
+          name="operation"
+          value={operation}
+          onInput={setOperation}
+          placeholder="document.read"
+        />
+        <SelectField
+          label="Decision"
+          name="decision"
+          value={decision}
+          options={[['', 'any'], 'allowed', 'denied', 'error']}
+          onChange={setDecision}
+        />
+        <button type="submit">Filter</button>
+      </form>
       <Loading loaded={events} />
       <table>
         <caption class="visually-hidden">Audit events</caption>

@@ -432,6 +432,11 @@ export function SearchPage() {
               onChange={setSchemaId}
             />
           )}
+          {schema && (
+            <p>
+              Schema id <code>{schema.id}</code>
+            </p>
+          )}
           {schema && <Builder key={`${chosen}:${schema.id}`} vaultId={chosen} schema={schema} />}
           <Schemas vaultId={chosen} onChanged={schemas.reload} />
         </>

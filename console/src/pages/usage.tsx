@@ -1,6 +1,12 @@
+import { useState } from 'preact/hooks'
 import { api } from '../api'
 import { session } from '../session'
-import { Loading, Page, useLoad } from '../ui'
+import { errorFor, Loading, Page, TextField, useLoad } from '../ui'
+
+/** A UTC day `daysAgo` before today, as the API wants it (YYYY-MM-DD). */
+export function utcDay(daysAgo = 0): string {
+  return new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)
+}
 
 interface Usage {
   from: string
@@ -43,14 +49,42 @@ function Chart({ usage }: { usage: Usage }) {
 
 export function UsagePage() {
   const accountId = session.get()?.accountId ?? ''
+  const [from, setFrom] = useState(utcDay(29))
+  const [to, setTo] = useState(utcDay())
+  const [range, setRange] = useState({ from, to })
   const usage = useLoad(
-    () => api<{ usage: Usage }>('GET', `/v1/accounts/${accountId}/usage`),
-    [accountId],
+    () => api<{ usage: Usage }>('GET', `/v1/accounts/${accountId}/usage`, { query: range }),
+    [accountId, range],
   )
   const u = usage.data?.usage
   return (
     <Page title="Usage">
-      <Loading loaded={usage} />
+      <form
+        class="filters"
+        aria-label="Usage period"
+        onSubmit={(e) => {
+          e.preventDefault()
+          setRange({ from: from.trim(), to: to.trim() })
+        }}
+      >
+        <TextField
+          label="From (UTC day)"
+          name="from"
+          value={from}
+          onInput={setFrom}
+          error={errorFor(usage.error, 'from', ['from', 'to'])}
+        />
+        <TextField
+          label="To (UTC day)"
+          name="to"
+          value={to}
+          onInput={setTo}
+          error={errorFor(usage.error, 'to', ['from', 'to'])}
+        />
+        <button type="submit">Show</button>
+      </form>
+      {!errorFor(usage.error, 'from', ['from', 'to']) &&
+        !errorFor(usage.error, 'to', ['from', 'to']) && <Loading loaded={usage} />}
       {u && (
         <>
           <Chart usage={u} />

@@ -144,6 +144,7 @@ function Documents({ vaultId }: { vaultId: string }) {
     [vaultId, page],
   )
   const [text, setText] = useState('{\n  "name": "example"\n}')
+  const [schemaId, setSchemaId] = useState('')
   const create = useAction()
   const d = docs.data?.data
   return (
@@ -185,7 +186,12 @@ function Documents({ vaultId }: { vaultId: string }) {
             const answer = await api<{ document_id: string }>(
               'POST',
               `/v2/vaults/${vaultId}/documents`,
-              { json: { document: JSON.parse(text) } },
+              {
+                json: {
+                  document: JSON.parse(text),
+                  ...(schemaId.trim() ? { schema_id: schemaId.trim() } : {}),
+                },
+              },
             )
             setOpen(answer.document_id)
             docs.reload()
@@ -200,6 +206,13 @@ function Documents({ vaultId }: { vaultId: string }) {
           onInput={setText}
           rows={4}
           error={errorFor(create.error, 'document', DOC_FIELDS)}
+        />
+        <TextField
+          label="Schema id (optional: makes the document searchable under that schema)"
+          name="schema_id"
+          value={schemaId}
+          onInput={setSchemaId}
+          error={errorFor(create.error, 'schema_id', DOC_FIELDS)}
         />
         <FormError error={create.error} fields={DOC_FIELDS} />
         <button type="submit" disabled={create.busy || !jsonValid(text)}>
