@@ -17,8 +17,9 @@ import type { User } from './users'
 
 /** A grant as `POST /v1/policy/explain` and `GET /v1/policy/access` name it. */
 interface Grant {
-  group_id: string
-  group_name: string
+  /** Null for a statement of a pasted policy. */
+  group_id: string | null
+  group_name: string | null
   statement_index: number
   resource_matcher: string
   activities: string
@@ -55,8 +56,14 @@ function Grants({ grants }: { grants: Grant[] }) {
     <ul class="grants">
       {grants.map((g) => (
         <li key={`${g.group_id}:${g.statement_index}:${g.resource_matcher}`}>
-          group <strong>{g.group_name}</strong>, statement {g.statement_index + 1}:{' '}
-          <code>{g.resource_matcher}</code> ({g.activities})
+          {g.group_id === null ? (
+            'the pasted policy'
+          ) : (
+            <>
+              group <strong>{g.group_name}</strong>
+            </>
+          )}
+          , statement {g.statement_index + 1}: <code>{g.resource_matcher}</code> ({g.activities})
           {g.condition ? ` when ${g.condition}` : ''}
         </li>
       ))}
