@@ -44,8 +44,10 @@ export interface CallOptions {
   json?: unknown
   form?: Record<string, string | undefined>
   query?: Record<string, string | number | undefined>
-  /** Sign-in: no credential is sent and a 401 is the form's answer, not an expiry. */
+  /** Sign-in: a 401 is the form's answer, not an expiry (and no session credential is sent). */
   anonymous?: boolean
+  /** A credential of its own (the API-key sign-in's check), instead of the session's. */
+  token?: string
 }
 
 export function withQuery(path: string, query: CallOptions['query']): string {
@@ -83,8 +85,8 @@ export async function api<T = Record<string, unknown>>(
   options: CallOptions = {},
 ): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' }
-  const token = session.get()?.token
-  if (token && !options.anonymous) headers.authorization = authorization(token)
+  const token = options.token ?? (options.anonymous ? undefined : session.get()?.token)
+  if (token) headers.authorization = authorization(token)
   let body: string | undefined
   if (options.json !== undefined) {
     headers['content-type'] = 'application/json'

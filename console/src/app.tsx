@@ -109,10 +109,13 @@ export function App() {
   }
 
   const signOut = async () => {
-    try {
-      await api('POST', '/v1/auth/logout')
-    } catch {
-      // Already ended on the server: the local session goes either way.
+    // An access token is ended on the server; an API key is only forgotten here.
+    if (user.kind === 'access_token') {
+      try {
+        await api('POST', '/v1/auth/logout')
+      } catch {
+        // Already ended on the server: the local session goes either way.
+      }
     }
     session.clear()
     setNotice('You are signed out.')
@@ -127,7 +130,8 @@ export function App() {
       <header class="top">
         <span class="brand">Coffer console</span>
         <span class="who">
-          {user.username} · account <code>{user.accountId}</code>
+          {user.username}
+          {user.kind === 'api_key' ? ' (API key)' : ''} · account <code>{user.accountId}</code>
         </span>
         <button type="button" onClick={() => void signOut()}>
           Sign out

@@ -4,6 +4,8 @@
  */
 export interface Session {
   token: string
+  /** An access token from the login (signed out with logout) or an API key pasted by an admin. */
+  kind: 'access_token' | 'api_key'
   accountId: string
   userId: string
   username: string

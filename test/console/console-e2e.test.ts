@@ -54,7 +54,7 @@ async function signIn(username: string, password: string): Promise<void> {
   await page.getByLabel('Account id').fill(admin().account_id)
   await page.getByLabel('Username').fill(username)
   await page.getByLabel('Password').fill(password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click()
 }
 
 async function nav(label: string): Promise<void> {
@@ -160,6 +160,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     await page.getByLabel('User id to add').fill(carol.id)
     await page.getByRole('button', { name: 'Add member' }).click()
     await page.getByRole('button', { name: `Remove member ${carol.id}` }).waitFor()
+    await page.getByRole('link', { name: 'carol' }).waitFor()
     const group = await api().get(`/v1/groups/${ids.group}`, {
       auth: admin().api_key,
       query: { full: 'true' },
@@ -342,6 +343,27 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     expect(res.statusCode).toBe(400)
   })
 
+  it('signed in with an API key, an admin resets a user API key (shown once)', async () => {
+    await page.getByRole('button', { name: 'Sign in with an API key instead' }).click()
+    await page.getByRole('textbox', { name: 'API key' }).fill(admin().api_key)
+    await page.getByRole('button', { name: 'Sign in with the key' }).click()
+    await heading('Users').waitFor()
+    expect(await page.locator('.who').textContent()).toContain('(API key)')
+    await page.getByRole('link', { name: 'carol' }).click()
+    await heading('User carol').waitFor()
+    await page.getByRole('button', { name: 'Reset API key' }).click()
+    const fresh = (await page.locator('[data-secret]').textContent()) ?? ''
+    expect(fresh).not.toBe(carol.apiKey)
+    expect((await api().get('/v1/auth/me', { auth: carol.apiKey })).statusCode).toBe(400)
+    expect((await api().get('/v1/auth/me', { auth: fresh })).json().user.username).toBe('carol')
+    carol.apiKey = fresh
+    // Signing out forgets the key here; an API key is not a session the server ends.
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByText('You are signed out.').waitFor()
+    expect(await sessionToken()).toBeNull()
+    expect((await api().get('/v1/auth/me', { auth: admin().api_key })).statusCode).toBe(200)
+  })
+
   it('a user whose policy lacks a right sees the API refusal, and no audit or usage', async () => {
     await signIn(carol.username, carol.password)
     await heading('Users').waitFor()
@@ -368,7 +390,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     expect(out.statusCode).toBe(200)
     await nav('Groups')
     await page.getByText('Your session has ended').waitFor()
-    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor()
   })
 
   it('signing in with MFA: the console asks for the code when the API says so', async () => {
@@ -395,7 +417,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
       .poll(() => page.locator('.field:has([name=mfa_code]) .field-error').textContent())
       .toContain('authenticator')
     await code.fill(appCode(secret, clock.now()))
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click()
     await heading('Users').waitFor()
     expect(await page.locator('.who').textContent()).toContain('carol')
     await page.getByRole('button', { name: 'Sign out' }).click()

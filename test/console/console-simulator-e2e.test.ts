@@ -62,7 +62,7 @@ describe.skipIf(!HAS_CHROMIUM)('the policy simulator page', () => {
     await page.getByLabel('Account id').fill(t.admin.account_id)
     await page.getByLabel('Username').fill(t.admin.username)
     await page.getByLabel('Password').fill(t.admin.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click()
     await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor()
     await page.getByRole('link', { name: 'Policy simulator' }).click()
     await page.getByRole('heading', { level: 1, name: 'Policy simulator' }).waitFor()

@@ -157,7 +157,20 @@ export function GroupPage({ id }: { id: string }) {
   )
 }
 
+/** Usernames by id, when the signed-in user may list users (else the ids are shown). */
+function useUsernames(): Map<string, string> {
+  const users = useLoad(
+    () =>
+      api<{ users: { id: string; username: string }[] }>('GET', '/v1/users', {
+        query: { status: 'ACTIVATED,PENDING,LOCKED,DEACTIVATED' },
+      }).catch(() => ({ users: [] })),
+    [],
+  )
+  return new Map((users.data?.users ?? []).map((u) => [u.id, u.username]))
+}
+
 function GroupEditor({ group, onSaved }: { group: Group; onSaved: () => void }) {
+  const usernames = useUsernames()
   const [name, setName] = useState(group.name)
   const [policy, setPolicy] = useState(JSON.stringify(group.policy, null, 2))
   const [member, setMember] = useState('')
@@ -214,7 +227,7 @@ function GroupEditor({ group, onSaved }: { group: Group; onSaved: () => void }) 
                   navigate(`/users/${u}`)
                 }}
               >
-                <code>{u}</code>
+                {usernames.get(u) ?? <code>{u}</code>}
               </a>{' '}
               <button
                 type="button"

@@ -22,6 +22,7 @@ export function SignIn({
   const [password, setPassword] = useState('')
   const [mfaCode, setMfaCode] = useState('')
   const [needsMfa, setNeedsMfa] = useState(false)
+  const [withKey, setWithKey] = useState(false)
   const form = useRef<HTMLFormElement>(null)
   const { busy, error, run, setError } = useAction()
 
@@ -41,6 +42,7 @@ export function SignIn({
         setPassword('')
         onSignedIn({
           token: answer.user.access_token,
+          kind: 'access_token',
           accountId: answer.user.account_id,
           userId: answer.user.id,
           username: answer.user.username,
@@ -63,6 +65,8 @@ export function SignIn({
     error instanceof ApiError && error.code === 'MFA_CODE_REQUIRED'
       ? 'Enter the current code of your authenticator app (MFA is enrolled for this user).'
       : errorFor(error, 'mfa_code', FIELDS)
+  if (withKey)
+    return <KeySignIn notice={notice} onSignedIn={onSignedIn} onBack={() => setWithKey(false)} />
   return (
     <main class="sign-in">
       <h1>Coffer console</h1>
@@ -123,6 +127,75 @@ export function SignIn({
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <p>
+        <button type="button" class="link" onClick={() => setWithKey(true)}>
+          Sign in with an API key instead
+        </button>{' '}
+        (needed to vend credentials, e.g. reset an API key)
+      </p>
+    </main>
+  )
+}
+
+interface MeAnswer {
+  user: { id: string; username: string; account_id: string }
+}
+
+/**
+ * An admin's API key, for the API-key-only actions (decision 49): checked with GET /v1/auth/me,
+ * then kept like an access token (memory and sessionStorage only).
+ */
+function KeySignIn(p: { notice: string; onSignedIn: (s: Session) => void; onBack: () => void }) {
+  const [key, setKey] = useState('')
+  const { busy, error, run } = useAction()
+  return (
+    <main class="sign-in">
+      <h1>Coffer console</h1>
+      <p>Sign in with an API key. It stays in this tab only and is forgotten when you sign out.</p>
+      {p.notice && (
+        <p class="notice" role="status">
+          {p.notice}
+        </p>
+      )}
+      <form
+        noValidate
+        aria-label="Sign in with an API key"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void run(async () => {
+            const me = await api<MeAnswer>('GET', '/v1/auth/me', {
+              anonymous: true,
+              token: key.trim(),
+            })
+            p.onSignedIn({
+              token: key.trim(),
+              kind: 'api_key',
+              accountId: me.user.account_id,
+              userId: me.user.id,
+              username: me.user.username,
+            })
+          })
+        }}
+      >
+        <TextField
+          label="API key"
+          name="api_key"
+          type="password"
+          value={key}
+          onInput={setKey}
+          required
+          autoComplete="off"
+        />
+        <FormError error={error} />
+        <button type="submit" disabled={busy || key.trim() === ''}>
+          Sign in with the key
+        </button>
+      </form>
+      <p>
+        <button type="button" class="link" onClick={p.onBack}>
+          Sign in with a password instead
+        </button>
+      </p>
     </main>
   )
 }
