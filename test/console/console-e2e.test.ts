@@ -244,6 +244,15 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     const blob = list.json().data.items[0]
     expect(blob).toMatchObject({ filename: 'report.bin', size: String(bytes.length) })
 
+    await page.getByLabel('New owner user id (empty: no owner)').fill(carol.id)
+    await page.getByRole('button', { name: 'Change BLOB owner' }).click()
+    await expect
+      .poll(async () => {
+        const list = await api().get(`/v1/vaults/${ids.vault}/blobs`, { auth: admin().api_key })
+        return list.json().data.items[0]?.owner_id
+      })
+      .toBe(carol.id)
+
     const [download] = await Promise.all([
       page.waitForEvent('download'),
       page.getByRole('button', { name: 'Download report.bin' }).click(),

@@ -35,6 +35,10 @@ describe.skipIf(!HAS_CHROMIUM)('the policy simulator page', () => {
   it("explains a user's access to a document and lists who can read it, as the API decides", async () => {
     const t = server.testApp
     const auth = t.admin.api_key
+    const probe = await t.api.post('/v1/policy/explain', { auth, json: {} })
+    expect(probe.statusCode, 'POST /v1/policy/explain is missing (the explain branch)').not.toBe(
+      404,
+    )
     const vault = (await t.api.post('/v1/vaults', { auth, form: { name: 'sim' } })).json().vault.id
     const doc = await t.api.post(`/v2/vaults/${vault}/documents`, {
       auth,

@@ -11,6 +11,7 @@ import {
   Loading,
   Page,
   Pager,
+  SelectField,
   TextField,
   useAction,
   useLoad,
@@ -418,8 +419,11 @@ function Blobs({ vaultId }: { vaultId: string }) {
   )
   const [file, setFile] = useState<File | null>(null)
   const [progress, setProgress] = useState<number | null>(null)
+  const [ownedBlob, setOwnedBlob] = useState('')
+  const [blobOwner, setBlobOwner] = useState('')
   const send = useAction()
   const act = useAction()
+  const own = useAction()
   const d = blobs.data?.data
   const tooLarge = file !== null && file.size > MAX_BLOB_BYTES
   return (
@@ -477,6 +481,45 @@ function Blobs({ vaultId }: { vaultId: string }) {
         total={d?.total}
         onPage={setPage}
       />
+      {(d?.items.length ?? 0) > 0 && (
+        <form
+          noValidate
+          aria-label="Change a BLOB's owner"
+          onSubmit={(e) => {
+            e.preventDefault()
+            const blobId = ownedBlob || d?.items[0]?.id
+            if (!blobId) return
+            void own.run(async () => {
+              await api('PUT', `/v1/vaults/${vaultId}/blobs/${blobId}/owner`, {
+                form: { owner_id: blobOwner.trim() },
+              })
+              blobs.reload()
+            })
+          }}
+        >
+          <h3>Change a BLOB's owner</h3>
+          <SelectField
+            label="BLOB"
+            name="blob"
+            value={ownedBlob || d?.items[0]?.id || ''}
+            options={(d?.items ?? []).map(
+              (b) => [b.id, `${b.filename} (owner ${b.owner_id ?? 'none'})`] as [string, string],
+            )}
+            onChange={setOwnedBlob}
+          />
+          <TextField
+            label="New owner user id (empty: no owner)"
+            name="owner_id"
+            value={blobOwner}
+            onInput={setBlobOwner}
+            error={errorFor(own.error, 'owner_id', ['owner_id'])}
+          />
+          <FormError error={own.error} fields={['owner_id']} />
+          <button type="submit" disabled={own.busy}>
+            Change BLOB owner
+          </button>
+        </form>
+      )}
       <form
         noValidate
         aria-label="Upload a BLOB"
