@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConsoleAssets, MAX_CONSOLE_BYTES } from '../../src/modules/console/console.assets.js'
 import { CONSOLE_CSP } from '../../src/modules/console/console.routes.js'
@@ -89,6 +90,16 @@ describe('the console build is served at /console', () => {
     const missing = await built.app.inject('/console/assets/app-000000.js')
     expect(missing.statusCode).toBe(404)
     expect(missing.headers['cache-control']).toBe('no-store')
+  })
+
+  it('no path below /console answers a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ maxLength: 40 }), async (tail) => {
+        const res = await built.app.inject(`/console/${encodeURI(tail)}`)
+        expect(res.statusCode, tail).toBeLessThan(500)
+      }),
+      { numRuns: 300 },
+    )
   })
 
   it('HEAD answers like GET without a body', async () => {
