@@ -61,6 +61,19 @@ async function nav(label: string): Promise<void> {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label }).click()
 }
 
+/** The focused element as `TAG:name` (inputs) or `TAG:text`. */
+const focused = () =>
+  page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: { activeElement: HTMLish | null } }).document
+    const e = doc.activeElement
+    return e ? `${e.tagName}:${e.getAttribute('name') ?? e.textContent}` : ''
+  })
+interface HTMLish {
+  tagName: string
+  textContent: string | null
+  getAttribute(name: string): string | null
+}
+
 const sessionToken = () =>
   page.evaluate(() => {
     const storage = (
@@ -87,6 +100,20 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     await signIn(admin().username, 'not-the-password')
     await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('LOGIN_FAILED')
     await signIn(admin().username, admin().password)
+    await heading('Users').waitFor()
+    // Keyboard: each page's heading takes the focus, Tab goes on into the page, links open
+    // pages with Enter.
+    await expect.poll(focused).toBe('H1:Users')
+    await page.keyboard.press('Tab')
+    await expect.poll(focused).toBe('INPUT:q')
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Groups' })
+      .focus()
+    await page.keyboard.press('Enter')
+    await heading('Groups').waitFor()
+    await expect.poll(focused).toBe('H1:Groups')
+    await nav('Users')
     await heading('Users').waitFor()
     const token = await sessionToken()
     expect(token).toBeTruthy()
@@ -174,6 +201,9 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
 
   it('a vault, a schema, and a document created, edited and given an owner', async () => {
     await nav('Vaults')
+    await heading('Vaults').waitFor()
+    await expectAccessible(page, 'vaults')
+    await screenshot(page, 'vaults')
     await page.locator('form[aria-label="Create a vault"] input[name=name]').fill('main')
     await page.getByRole('button', { name: 'Create vault' }).click()
     await heading('Vault main').waitFor()
