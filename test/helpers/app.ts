@@ -80,10 +80,10 @@ export interface TestAppOptions {
   tls?: AppOptions['tls']
   /** HSTS max-age (default the production one year). */
   hstsMaxAgeSeconds?: number
-  /** The console's build (default: dist/console as the server reads it; null: not built). */
-  consoleAssets?: AppOptions['consoleAssets']
   /** Hooks a test adds to the app before it is ready (e.g. to read what a request recorded). */
   beforeReady?: (app: FastifyInstance) => void
+  /** The console's build (default: dist/console as the server reads it; null: not built). */
+  consoleAssets?: AppOptions['consoleAssets']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
