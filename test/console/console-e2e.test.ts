@@ -195,6 +195,14 @@ describe.skipIf(!HAS_CHROMIUM)('the console in Chromium', () => {
     expect(group.json().group.name).toBe('readers')
     expect(group.json().group.user_ids).toEqual([carol.id])
     expect(group.json().group.policy).toHaveLength(2)
+    // Renamed through the same form.
+    await page
+      .locator('form[aria-label="Rename the group and edit its policy"] input[name=name]')
+      .fill('team-readers')
+    await page.getByRole('button', { name: 'Save group' }).click()
+    await heading('Group team-readers').waitFor()
+    const renamed = await api().get(`/v1/groups/${ids.group}`, { auth: admin().api_key })
+    expect(renamed.json().group.name).toBe('team-readers')
     await expectAccessible(page, 'group')
     await screenshot(page, 'group')
   })
