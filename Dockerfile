@@ -24,13 +24,14 @@ RUN npm ci --omit=dev --ignore-scripts \
  && npm rebuild better-sqlite3 \
  && npm cache clean --force
 
-# --- build: dist/ from src/ ----------------------------------------------------------------
+# --- build: dist/ from src/, and the console's build dist/console from console/ ------------
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # --- runtime -------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { auditRoutes } from './modules/audit/audit.routes.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
+import { type ConsoleAssets, defaultConsoleAssets } from './modules/console/console.assets.js'
+import { consoleRoutes } from './modules/console/console.routes.js'
 import { documentRoutes } from './modules/documents/documents.routes.js'
 import { groupRoutes } from './modules/groups/groups.routes.js'
 import { healthRoutes } from './modules/health/health.routes.js'
@@ -62,6 +64,8 @@ export interface AppOptions {
   tls?: TlsMaterial
   /** HSTS max-age on answers over TLS (COFFER_HSTS_MAX_AGE_SECONDS); default one year. */
   hstsMaxAgeSeconds?: number
+  /** The browser console's build (default: dist/console, read once; null: not built). */
+  consoleAssets?: ConsoleAssets | null
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -163,6 +167,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await auditRoutes(app, deps.auditEvents)
   await policySimulatorRoutes(app, deps.policySimulator)
   await healthRoutes(app, deps.health)
+  await consoleRoutes(
+    app,
+    options.consoleAssets !== undefined ? options.consoleAssets : defaultConsoleAssets(),
+  )
   if (options.metrics?.serve) metricsRoute(app, options.metrics.metrics, options.metrics.token)
   return app
 }

@@ -131,6 +131,8 @@ const CATALOG = {
   'metrics.read': {},
   'openapi.read': {},
   'docs.read': {},
+  // The browser console's static files (public: the console holds no secret)
+  'console.asset': {},
 } satisfies Record<string, OperationSpec>
 
 export type OperationId = keyof typeof CATALOG

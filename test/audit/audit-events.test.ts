@@ -41,6 +41,7 @@ const NOT_AUDITED: OperationId[] = [
   'metrics.read',
   'openapi.read',
   'docs.read',
+  'console.asset',
 ]
 
 function parseJson(body: string | undefined) {

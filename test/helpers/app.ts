@@ -84,6 +84,8 @@ export interface TestAppOptions {
   policyAccessMaxPairs?: number
   /** Hooks a test adds to the app before it is ready (e.g. to read what a request recorded). */
   beforeReady?: (app: FastifyInstance) => void
+  /** The console's build (default: dist/console as the server reads it; null: not built). */
+  consoleAssets?: AppOptions['consoleAssets']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -128,6 +130,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.hstsMaxAgeSeconds !== undefined
       ? { hstsMaxAgeSeconds: options.hstsMaxAgeSeconds }
       : {}),
+    ...(options.consoleAssets !== undefined ? { consoleAssets: options.consoleAssets } : {}),
   })
   const responses = watchResponses(app)
   options.beforeReady?.(app)
