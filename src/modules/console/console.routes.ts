@@ -44,7 +44,7 @@ export async function consoleRoutes(
   app: FastifyInstance,
   assets: ConsoleAssets | null,
 ): Promise<void> {
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     const config = { operation: 'console.asset', access: { public: true } } as const
     const options = { config, schema: { hide: true }, logLevel: 'warn' } as const
     const serve = async (
@@ -81,5 +81,6 @@ export async function consoleRoutes(
     }
     scope.get('/console', options, serve)
     scope.get('/console/*', options, serve)
+    done()
   })
 }
