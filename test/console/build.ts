@@ -1,18 +1,42 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const REPO = new URL('../../', import.meta.url).pathname
 export const CONSOLE_DIST = join(REPO, 'dist/console')
 const LOCK = join(REPO, 'dist/.console-build-lock')
+/** What the build is made of: the console's sources and config, and the locked dependencies. */
+const SOURCES = [join(REPO, 'console'), join(REPO, 'package-lock.json')]
+
+/** A folder's own time changes when a file is added or removed in it (a deleted page). */
+function newestChange(path: string): number {
+  const stat = statSync(path)
+  if (!stat.isDirectory()) return stat.mtimeMs
+  return readdirSync(path).reduce(
+    (newest, name) => Math.max(newest, newestChange(join(path, name))),
+    stat.mtimeMs,
+  )
+}
 
 /**
- * The console's build as `npm ci` makes it (the `prepare` script); built here only when missing
- * (a fresh worktree), one test file at a time: the others wait for the lock.
+ * A build is stale when it is missing or any source changed after it was written: the tests
+ * would otherwise pass or fail on code that is no longer there.
+ */
+export function consoleBuildIsStale(sources: readonly string[], index: string): boolean {
+  if (!existsSync(index)) return true
+  const built = statSync(index).mtimeMs
+  return sources.some((source) => existsSync(source) && newestChange(source) > built)
+}
+
+/**
+ * The console's build as `npm ci` makes it (the `prepare` script); rebuilt here only when
+ * missing (a fresh worktree) or older than its sources, one test file at a time: the others
+ * wait for the lock, then find it fresh.
  */
 export async function ensureConsoleBuilt(): Promise<string> {
-  if (existsSync(join(CONSOLE_DIST, 'index.html'))) return CONSOLE_DIST
+  const index = join(CONSOLE_DIST, 'index.html')
+  if (!consoleBuildIsStale(SOURCES, index)) return CONSOLE_DIST
   mkdirSync(join(REPO, 'dist'), { recursive: true })
   for (;;) {
     try {
@@ -23,7 +47,7 @@ export async function ensureConsoleBuilt(): Promise<string> {
     }
   }
   try {
-    if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
+    if (consoleBuildIsStale(SOURCES, index)) {
       execFileSync(
         process.execPath,
         [
