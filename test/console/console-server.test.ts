@@ -5,7 +5,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConsoleAssets, MAX_CONSOLE_BYTES } from '../../src/modules/console/console.assets.js'
 import { CONSOLE_CSP } from '../../src/modules/console/console.routes.js'
-import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { basicHeader, buildTestApp, type TestApp } from '../helpers/app.js'
 
 /**
  * Issue 15: Coffer serves the console's build at /console, with its security headers, long-cache
@@ -115,6 +115,40 @@ describe('the console build is served at /console', () => {
     expect(res.headers['content-security-policy']).toBeUndefined()
     expect(res.headers['x-frame-options']).toBeUndefined()
     expect(res.headers['cache-control']).toBe('no-store')
+  })
+
+  it('console requests, with or without a credential, are neither audited nor metered', async () => {
+    const auth = built.admin.api_key
+    const day = new Date().toISOString().slice(0, 10)
+    const events = async () =>
+      (await built.api.get('/v1/audit_events', { auth, query: { per_page: '100' } })).json().data
+        .items as { seq: number; operation: string }[]
+    const usage = async () =>
+      (
+        await built.api.get(`/v1/accounts/${built.admin.account_id}/usage`, {
+          auth,
+          query: { from: day, to: day },
+        })
+      ).json().usage.totals
+    const last = Math.max(0, ...(await events()).map((e) => e.seq))
+    const usageBefore = await usage()
+    const urls = [
+      '/console',
+      '/console/users',
+      '/console/assets/app-1a2b3c.js',
+      '/console/assets/gone.js',
+    ]
+    for (const url of urls) {
+      for (const authorization of [basicHeader(auth), 'Basic d3Jvbmc6', undefined]) {
+        const res = await built.app.inject({ url, headers: authorization ? { authorization } : {} })
+        expect(res.statusCode, url).toBeLessThan(500)
+      }
+    }
+    // Only this test's own reads of the trail and the usage were recorded since.
+    const since = (await events()).filter((e) => e.seq > last).map((e) => e.operation)
+    expect(since.length).toBeGreaterThan(0)
+    expect(since.filter((o) => o !== 'audit_event.list' && o !== 'account_usage.read')).toEqual([])
+    expect(await usage()).toEqual(usageBefore)
   })
 
   it('the console routes are not in the OpenAPI document', async () => {
