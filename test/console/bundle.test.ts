@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -38,6 +40,46 @@ describe('the console build', () => {
     const links = [...html.matchAll(/<link\b[^>]*href="([^"]+)"/g)].map((m) => m[1])
     for (const href of links) expect(href).toMatch(/^\/console\/assets\/[\w-]+-[\w-]{8}\.css$/)
     expect(html).not.toMatch(/https?:\/\//)
+  })
+
+  it('is a production build even when NODE_ENV says otherwise (as under Vitest)', () => {
+    // A development build names every element's source file, by its absolute path on the
+    // building machine, and is half as large again: never what npm ci should ship.
+    const out = mkdtempSync(join(tmpdir(), 'coffer-console-dev-'))
+    const repo = new URL('../../', import.meta.url).pathname
+    try {
+      execFileSync(
+        process.execPath,
+        [
+          join(repo, 'node_modules/vite/bin/vite.js'),
+          'build',
+          '--config',
+          'console/vite.config.ts',
+          '--outDir',
+          out,
+          '--emptyOutDir',
+        ],
+        { cwd: repo, stdio: 'pipe', env: { ...process.env, NODE_ENV: 'development' } },
+      )
+      const js = readdirSync(join(out, 'assets'))
+        .filter((f) => f.endsWith('.js'))
+        .map((f) => readFileSync(join(out, 'assets', f), 'utf8'))
+        .join('\n')
+      expect(js.length).toBeGreaterThan(1000)
+      expect(js).not.toContain(join(repo, 'console'))
+      expect(js).not.toMatch(/lineNumber:|jsxDEV/)
+    } finally {
+      rmSync(out, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it('the build under test is a production one (no source paths)', () => {
+    const js = readdirSync(join(dir, 'assets'))
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => readFileSync(join(dir, 'assets', f), 'utf8'))
+      .join('\n')
+    expect(js).not.toContain(new URL('../../console/', import.meta.url).pathname)
+    expect(js).not.toMatch(/lineNumber:|jsxDEV/)
   })
 
   it('every asset name carries its content hash', () => {
