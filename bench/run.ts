@@ -24,6 +24,7 @@
  *
  * The audit pair (BENCH_PARTS `audit`): document read and create with the trail off, then on, in
  * BENCH_AUDIT_ROUNDS alternating pairs (default 3); each pair's on/off ratio and their median.
+ * BENCH_CPU_PROF_DIR: every server child writes a V8 CPU profile there when it stops.
  *
  * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
  * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
