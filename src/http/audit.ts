@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { operationsConsumed } from '../access/operations-consumed.js'
 import type { Principal } from '../access/principal.js'
-import { AuditContext, auditFailure, runWithAudit } from '../audit/context.js'
+import { AuditContext, auditFailure, currentAudit, runWithAudit } from '../audit/context.js'
 import { type AuditDecision, type AuditEventInput, NO_ACCOUNT } from '../audit/event.js'
 import { type AuditWriter, AuditWriterClosed } from '../audit/writer.js'
 import { isUuid } from '../lib/ids.js'
@@ -133,9 +133,11 @@ function buildEvent(
 ): AuditEventInput {
   const principal = request.principal ?? (request as Carrier)[PRESENTED]
   const params = (request.params ?? {}) as Record<string, unknown>
-  for (const [name, kind] of Object.entries(PARAM_KINDS)) {
+  // The request's few parameters, not the whole table: this runs for every audited request.
+  for (const name of Object.keys(params)) {
+    const kind = Object.hasOwn(PARAM_KINDS, name) ? PARAM_KINDS[name] : undefined
     const value = params[name]
-    if (typeof value !== 'string') continue
+    if (kind === undefined || typeof value !== 'string') continue
     const ids = value.split(',').filter(isUuid)
     if (ids.length > 0) context.resources.add(kind, ids)
   }
@@ -342,6 +344,9 @@ export function markAuditHandlerPhase(app: FastifyInstance): void {
     const context = (request as Carrier)[CONTEXT]
     if (!context) return done()
     if (request.routeOptions.config.auditWrites !== 'explicit') context.inHandler = true
-    runWithAudit(context, done)
+    // Entered again only when lost (a body read in the socket's context): a bodyless request
+    // is still in it, and another `run` would cost an async scope for nothing.
+    if (currentAudit() === context) done()
+    else runWithAudit(context, done)
   })
 }
