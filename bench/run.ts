@@ -22,6 +22,10 @@
  * Then the consent API (bench/consent.ts, BENCH_PARTS `consent`): GET of an existing record and
  * POST update against bare Fastify, BENCH_CONSENT_ROUNDS interleaved rounds (default 3), medians.
  *
+ * The audit pair (BENCH_PARTS `audit`): document read and create with the trail off, then on, in
+ * BENCH_AUDIT_ROUNDS alternating pairs (default 3); each pair's on/off ratio and their median.
+ * BENCH_CPU_PROF_DIR: every server child writes a V8 CPU profile there when it stops.
+ *
  * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
  * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
  * logins with random usernames and addresses, with the login limits on and lifted, in
@@ -156,10 +160,21 @@ function blobStores(): ('fs' | 's3')[] {
 /** The audit pair's scenarios: the document read and the document create (issue 13). */
 const AUDIT_SCENARIOS = ['GET /v2/vaults/{v}/documents/{id}', 'POST /v2/vaults/{v}/documents']
 
+/** Middle value (the mean of the two middle ones for an even count). */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
 /**
  * The audit trail on vs off (issue 13; target: document reads with it on at ≥ 70% of off): the
  * same server and scenarios, one run with COFFER_AUDIT off (the bench-only setting), one with
- * the trail on. Returns the ratio lines.
+ * the trail on, repeated BENCH_AUDIT_ROUNDS times (default 3) as alternating pairs — the machine
+ * may be shared, and a pair run back to back sees about the same load. Returns the ratio lines:
+ * each pair's ratio and their median.
  */
 async function runAuditPair(
   pgUrl: string | undefined,
@@ -167,28 +182,37 @@ async function runAuditPair(
   warmupS: number,
   record: (m: Measurement) => void,
 ): Promise<string[]> {
-  const rates: Record<string, Partial<Record<'on' | 'off', number>>> = {}
-  for (const audit of ['off', 'on'] as const) {
-    const coffer = await startCofferServer({ pgUrl, audit })
-    try {
-      for (const scenario of cofferScenarios(coffer.info)) {
-        if (!AUDIT_SCENARIOS.includes(scenario.name)) continue
-        const m = await runScenario(
-          coffer.url,
-          { ...scenario, name: `${scenario.name} (audit ${audit})` },
-          load,
-          warmupS,
-        )
-        record(m)
-        rates[scenario.name] = { ...rates[scenario.name], [audit]: m.reqPerSec }
+  const rounds = envNumber('BENCH_AUDIT_ROUNDS', 3, true)
+  const ratios: Record<string, { on: number; off: number }[]> = {}
+  for (let round = 0; round < rounds; round++) {
+    const rates: Record<string, Partial<Record<'on' | 'off', number>>> = {}
+    for (const audit of ['off', 'on'] as const) {
+      const coffer = await startCofferServer({ pgUrl, audit })
+      try {
+        for (const scenario of cofferScenarios(coffer.info)) {
+          if (!AUDIT_SCENARIOS.includes(scenario.name)) continue
+          const m = await runScenario(
+            coffer.url,
+            { ...scenario, name: `${scenario.name} (audit ${audit})` },
+            load,
+            warmupS,
+          )
+          record(m)
+          rates[scenario.name] = { ...rates[scenario.name], [audit]: m.reqPerSec }
+        }
+      } finally {
+        await coffer.stop()
       }
-    } finally {
-      await coffer.stop()
+    }
+    for (const [name, r] of Object.entries(rates)) {
+      if (r.on === undefined || r.off === undefined) continue
+      ratios[name] = [...(ratios[name] ?? []), { on: r.on, off: r.off }]
     }
   }
-  return Object.entries(rates).map(([name, r]) => {
-    const ratio = r.on !== undefined && r.off ? r.on / r.off : Number.NaN
-    return `audit on/off ${name}: ${r.on?.toFixed(0)} / ${r.off?.toFixed(0)} req/s = ${(ratio * 100).toFixed(0)}%`
+  const pct = (x: number) => `${(x * 100).toFixed(0)}%`
+  return Object.entries(ratios).map(([name, pairs]) => {
+    const each = pairs.map((p) => `${p.on.toFixed(0)}/${p.off.toFixed(0)}=${pct(p.on / p.off)}`)
+    return `audit on/off ${name}: median ${pct(median(pairs.map((p) => p.on / p.off)))} (${each.join(', ')})`
   })
 }
 

@@ -215,7 +215,10 @@ function startChild<I extends ServerInfo>(
 ): Promise<ServerHandle<I>> {
   const inherited = { ...process.env }
   for (const name of CHILD_ONLY_ENV) delete inherited[name]
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD_SCRIPT, kind], {
+  // BENCH_CPU_PROF_DIR: each child writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const profDir = process.env.BENCH_CPU_PROF_DIR
+  const profile = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', CHILD_SCRIPT, kind], {
     cwd: REPO_ROOT,
     env: { ...inherited, ...env },
     // stdin stays open: the child exits when it closes (if this process dies unexpectedly).

@@ -319,8 +319,10 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: async () => {
-      // A retention pass in progress finishes before the store closes.
+      // A retention pass in progress finishes before the store closes; so do the queued audit
+      // events, and a later one is refused at once (http/audit.ts: the answer stays as it was).
       await auditPruning?.stop()
+      await deps.audit?.close()
       await store.close()
     },
     delayMs: config.operations.shutdownDelayMs,

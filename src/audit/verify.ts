@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
 import type { AuditEventsTable, Database } from '../store/schema.js'
 import { type AuditEventInput, type AuditResources, chainHash } from './event.js'
 
@@ -53,10 +53,40 @@ export function eventOf(row: Selectable<AuditEventsTable>): AuditEventInput {
  * not match the previous event's hash is a break; a chain that stops before its head lost its
  * last events.
  */
-export async function verifyChains(
+export function verifyChains(db: Kysely<Database>, accountId?: string): Promise<VerifyReport> {
+  return inReadSnapshot(db, (snapshot) => walkChains(snapshot, accountId))
+}
+
+/**
+ * Runs `fn` in one read transaction, so every query it makes sees the same state of the
+ * database: the heads and the pages of events read at different times would otherwise race the
+ * retention pruner (another node, or the server while `coffer audit verify` runs) and report
+ * the events it just deleted as "removed". PostgreSQL: REPEATABLE READ, read only (one snapshot
+ * for the whole transaction). SQLite: a deferred transaction on one connection; in WAL mode its
+ * first read fixes the snapshot every later read sees, while writers go on beside it.
+ */
+async function inReadSnapshot<T>(
   db: Kysely<Database>,
-  accountId?: string,
-): Promise<VerifyReport> {
+  fn: (snapshot: Kysely<Database>) => Promise<T>,
+): Promise<T> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    return db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(fn)
+  }
+  return db.connection().execute(async (conn) => {
+    await sql`begin`.execute(conn)
+    try {
+      return await fn(conn)
+    } finally {
+      await sql`commit`.execute(conn)
+    }
+  })
+}
+
+async function walkChains(db: Kysely<Database>, accountId?: string): Promise<VerifyReport> {
   let heads = db.selectFrom('audit_chain_heads').selectAll()
   if (accountId !== undefined) heads = heads.where('account_id', '=', accountId)
   const report: VerifyReport = { accounts: 0, events: 0, problems: [] }

@@ -24,10 +24,23 @@ const execOn =
   async (text: string, params: readonly unknown[]): Promise<Record<string, unknown>[]> =>
     (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, [...params]))).rows
 
+/** Told once an event is stored (no argument) or not (the cause). */
+export type AppendCallback = (error?: unknown) => void
+
 interface Pending {
   event: AuditEventInput
-  resolve: () => void
-  reject: (error: unknown) => void
+  done: AppendCallback
+}
+
+/**
+ * The trail was closed (`close()`, at shutdown before the store): an event appended after it is
+ * refused at once, without touching the database.
+ */
+export class AuditWriterClosed extends Error {
+  constructor() {
+    super('the audit trail is closed')
+    this.name = 'AuditWriterClosed'
+  }
 }
 
 /**
@@ -42,6 +55,7 @@ export class AuditWriter {
   /** Flushes running now (at most #maxFlushes). */
   #active = 0
   readonly #listeners: AuditListener[] = []
+  #closed = false
 
   readonly #maxFlushes: number
 
@@ -64,15 +78,34 @@ export class AuditWriter {
   }
 
   append(event: AuditEventInput): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ event, resolve, reject })
-      if (this.#active < this.#maxFlushes) {
-        this.#active++
-        // Not in the context of the request that started it: the flush serves many requests,
-        // and must not end at that one's deadline or carry its audit state.
-        outsideAudit(() => outsideDeadline(() => setImmediate(() => void this.#flush())))
-      }
-    })
+    return new Promise((resolve, reject) =>
+      this.enqueue(event, (error) => (error === undefined ? resolve() : reject(error))),
+    )
+  }
+
+  /** `append` with a callback (the HTTP hook's hot path: no promise per request). */
+  enqueue(event: AuditEventInput, done: AppendCallback): void {
+    if (this.#closed) {
+      this.meter.count('audit_appends', { outcome: 'failed', path: 'batch' })
+      done(new AuditWriterClosed())
+      return
+    }
+    this.#queue.push({ event, done })
+    if (this.#active < this.#maxFlushes) {
+      this.#active++
+      // Not in the context of the request that started it: the flush serves many requests,
+      // and must not end at that one's deadline or carry its audit state.
+      outsideAudit(() => outsideDeadline(() => setImmediate(() => void this.#flush())))
+    }
+  }
+
+  /**
+   * At shutdown, before the store closes: what is queued is stored, then every later append is
+   * refused with AuditWriterClosed (the pool it would need is about to close).
+   */
+  async close(): Promise<void> {
+    this.#closed = true
+    await this.idle()
   }
 
   /** Resolves once everything queued so far is stored (or failed). */
@@ -87,11 +120,11 @@ export class AuditWriter {
         try {
           const stored = await this.#store(batch.map((p) => p.event))
           this.meter.count('audit_appends', { outcome: 'ok', path: 'batch' }, batch.length)
-          for (const p of batch) p.resolve()
+          for (const p of batch) p.done()
           this.#tell(stored)
         } catch (error) {
           this.meter.count('audit_appends', { outcome: 'failed', path: 'batch' }, batch.length)
-          for (const p of batch) p.reject(error)
+          for (const p of batch) p.done(error ?? new Error('audit batch failed'))
         }
       }
     } finally {

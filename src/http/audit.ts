@@ -3,11 +3,12 @@ import type { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { operationsConsumed } from '../access/operations-consumed.js'
 import type { Principal } from '../access/principal.js'
-import { AuditContext, auditFailure, runWithAudit } from '../audit/context.js'
+import { AuditContext, auditFailure, currentAudit, runWithAudit } from '../audit/context.js'
 import { type AuditDecision, type AuditEventInput, NO_ACCOUNT } from '../audit/event.js'
-import type { AuditWriter } from '../audit/writer.js'
+import { type AuditWriter, AuditWriterClosed } from '../audit/writer.js'
 import { isUuid } from '../lib/ids.js'
 import { type Meter, noopMeter } from '../metrics/meter.js'
+import { unverifiedCredentialRef } from './basic-auth.js'
 
 const CONTEXT = Symbol('coffer.audit')
 const PRESENTED = Symbol('coffer.auditPresented')
@@ -84,13 +85,27 @@ export function noteAuditReason(request: FastifyRequest, code: string): void {
   ;(request as Carrier)[REASON] = code
 }
 
+/** The route template and operation of an event for a request that matched no route. */
+export const UNKNOWN_ROUTE = '(unknown)'
+export const UNKNOWN_ROUTE_OPERATION = 'route.not_found'
+
+/** A path as compared with the login routes': no query, lower case, no trailing slash. */
+function loosePath(url: string): string {
+  return (url.split('?')[0] ?? '').toLowerCase().replace(/\/+$/, '')
+}
+
 /**
  * Whether a request is audited: every request that presents a credential to a route that takes
  * one, and every login attempt (issue 13). A request with no `Authorization` header at all to a
  * route that needs one names nobody and touches nothing (401 before any lookup): it is not
- * audited (the request log has it). Public routes (health, docs) are not audited.
+ * audited (the request log has it). Public routes (health, docs) are not audited. A request
+ * that matched no route (404) is audited when it presents a credential, or when its path is a
+ * login route's (another method, a trailing slash, other case): a login attempt.
  */
-function isAudited(request: FastifyRequest): boolean {
+function isAudited(request: FastifyRequest, loginPaths: ReadonlySet<string>): boolean {
+  if (request.is404) {
+    return request.headers.authorization !== undefined || loginPaths.has(loosePath(request.url))
+  }
   const config = request.routeOptions.config
   if (config.operation === 'auth.login') return true
   const access = config.access
@@ -118,9 +133,11 @@ function buildEvent(
 ): AuditEventInput {
   const principal = request.principal ?? (request as Carrier)[PRESENTED]
   const params = (request.params ?? {}) as Record<string, unknown>
-  for (const [name, kind] of Object.entries(PARAM_KINDS)) {
+  // The request's few parameters, not the whole table: this runs for every audited request.
+  for (const name of Object.keys(params)) {
+    const kind = Object.hasOwn(PARAM_KINDS, name) ? PARAM_KINDS[name] : undefined
     const value = params[name]
-    if (typeof value !== 'string') continue
+    if (kind === undefined || typeof value !== 'string') continue
     const ids = value.split(',').filter(isUuid)
     if (ids.length > 0) context.resources.add(kind, ids)
   }
@@ -138,13 +155,20 @@ function buildEvent(
     credentialKind: sat ? 'sat' : (user?.via ?? null),
     // Twelve hex digits of the stored SHA-256 digest: tells credentials apart in the trail,
     // and is neither the secret nor enough to find it.
-    credentialRef: user ? user.credentialDigest.slice(0, 12) : (sat?.satId ?? null),
+    credentialRef: user
+      ? user.credentialDigest.slice(0, 12)
+      : sat
+        ? sat.satId
+        : unverifiedCredentialRef(request.headers.authorization),
     satId: sat?.satId ?? null,
     satCreatorId: sat?.creatorId ?? null,
     clientIp: request.ip ?? null,
     method: request.method,
-    route: request.routeOptions.url ?? request.url.split('?')[0] ?? '',
-    operation: request.routeOptions.config.operation ?? 'unknown',
+    // Never the path of a request that matched no route: a client's text, of any length.
+    route: request.is404 ? UNKNOWN_ROUTE : (request.routeOptions.url ?? UNKNOWN_ROUTE),
+    operation: request.is404
+      ? UNKNOWN_ROUTE_OPERATION
+      : (request.routeOptions.config.operation ?? UNKNOWN_ROUTE_OPERATION),
     resources: context.resources.toJSON(),
     decision: decisionOf(status),
     reason,
@@ -200,15 +224,15 @@ export function registerAuditContext(
   writer: AuditWriter,
   meter: Meter = noopMeter,
 ): void {
+  const state = auditState(app, writer, meter)
+  // The login routes' paths, to know a login attempt that matched no route.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.operation === 'auth.login') state.loginPaths.add(loosePath(route.url))
+  })
+
   app.addHook('onRequest', (request, _reply, done) => {
-    if (!isAudited(request)) return done()
-    const context: AuditContext = new AuditContext(
-      (): AuditEventInput => buildEvent(request, context, successStatus(request), null),
-      meter,
-      (events) => writer.stored(events),
-    )
-    ;(request as Carrier)[CONTEXT] = context
-    runWithAudit(context, done)
+    if (!isAudited(request, state.loginPaths)) return done()
+    runWithAudit(openContext(request, state), done)
   })
 
   // What a list or search answered, from the answer itself (before it is serialised).
@@ -227,34 +251,81 @@ export function registerAuditContext(
   })
 }
 
+interface AuditState {
+  readonly writer: AuditWriter
+  readonly meter: Meter
+  readonly loginPaths: Set<string>
+}
+
+/** The audit hooks' shared state, one per app (both registrations take the same app). */
+const states = new WeakMap<FastifyInstance, AuditState>()
+
+function auditState(app: FastifyInstance, writer: AuditWriter, meter?: Meter): AuditState {
+  let state = states.get(app)
+  if (!state) {
+    state = { writer, meter: meter ?? noopMeter, loginPaths: new Set() }
+    states.set(app, state)
+  }
+  return state
+}
+
+function openContext(request: FastifyRequest, state: AuditState): AuditContext {
+  const context: AuditContext = new AuditContext(
+    (): AuditEventInput => buildEvent(request, context, successStatus(request), null),
+    state.meter,
+    (events) => state.writer.stored(events),
+  )
+  ;(request as Carrier)[CONTEXT] = context
+  return context
+}
+
 /**
  * Stores the request's event before its answer goes out (the fail-closed point). Registered
  * after the metering hooks, so the event carries what the request consumed
  * (access/operations-consumed.ts), and before the count is taken, so a request whose event is
- * not stored counts nothing.
+ * not stored counts nothing. A request answered before its audit context was opened — refused
+ * by the shutdown gate, the first hook of all — gets one here: it is audited all the same, with
+ * what its header says of its credential (nothing was authenticated).
+ *
+ * A callback hook, not an async one: no promise of its own per request on the hot path.
  */
 export function addAuditAppend(app: FastifyInstance, writer: AuditWriter): void {
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
-    const context = (request as Carrier)[CONTEXT]
-    if (!context || context.stored || context.failed) return payload
-    const reason = reply.statusCode >= 400 ? ((request as Carrier)[REASON] ?? null) : null
-    try {
-      await writer.append(buildEvent(request, context, reply.statusCode, reason))
-      context.stored = true
-      return payload
-    } catch (error) {
-      context.failed = true
+  const state = auditState(app, writer)
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const carrier = request as Carrier
+    let context = carrier[CONTEXT]
+    if (!context) {
+      if (!isAudited(request, state.loginPaths)) return done(null, payload)
+      context = openContext(request, state)
+    }
+    if (context.stored || context.failed) return done(null, payload)
+    const opened = context
+    const status = reply.statusCode
+    const reason = status >= 400 ? (carrier[REASON] ?? null) : null
+    writer.enqueue(buildEvent(request, opened, status, reason), (error) => {
+      if (error === undefined) {
+        opened.stored = true
+        done(null, payload)
+        return
+      }
+      opened.failed = true
       // A request that already failed on the server's side (507 STORAGE_FULL, 503) keeps its
       // answer: nothing is served either way, and its cause is the more useful one. Anything
       // else — data, or a refusal that would let a caller probe credentials unrecorded — is not
       // sent.
-      if (reply.statusCode >= 500) {
-        request.log.error({ err: error }, 'audit event of a failed request not stored')
-        return payload
+      if (status >= 500) {
+        if (error instanceof AuditWriterClosed)
+          request.log.warn(
+            { route: request.routeOptions.url ?? UNKNOWN_ROUTE, status },
+            'audit event not stored: the audit trail is closed (shutting down)',
+          )
+        else request.log.error({ err: error }, 'audit event of a failed request not stored')
+        done(null, payload)
+        return
       }
       destroyStream(payload)
-      return refuse(request, reply, error)
-    }
+      done(null, refuse(request, reply, error))
+    })
   })
 }
 
@@ -273,6 +344,9 @@ export function markAuditHandlerPhase(app: FastifyInstance): void {
     const context = (request as Carrier)[CONTEXT]
     if (!context) return done()
     if (request.routeOptions.config.auditWrites !== 'explicit') context.inHandler = true
-    runWithAudit(context, done)
+    // Entered again only when lost (a body read in the socket's context): a bodyless request
+    // is still in it, and another `run` would cost an async scope for nothing.
+    if (currentAudit() === context) done()
+    else runWithAudit(context, done)
   })
 }

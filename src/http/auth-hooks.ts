@@ -11,6 +11,7 @@ import {
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import { acceptedKinds, assertOperation, vendingKinds } from './access.js'
 import { notePresentedPrincipal } from './audit.js'
+import { BASIC_PART_MAX, parseBasic } from './basic-auth.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,40 +33,14 @@ export interface AuthDeps {
   authz: GrantsBuilder
 }
 
-/**
- * Base64 that may be several padded pieces end to end: a TrueVault-era Node client sends
- * `base64(key) + "Og=="` (base64 of `:`), which is one piece for a key whose length is a multiple
- * of 3 (every key issued now) but two for the 43-character keys of earlier releases. Each piece
- * is decoded on its own (Node stops at the first padding), so those keys keep working too.
- */
-function decodeBase64Pieces(text: string): string {
-  // The usual header (padding at the end only) takes one regex test on the hot path.
-  if (!/=[^=]/.test(text)) return Buffer.from(text, 'base64').toString('utf8')
-  const pieces = text.split(/(?<==)(?=[^=])/)
-  return Buffer.concat(pieces.map((p) => Buffer.from(p, 'base64'))).toString('utf8')
-}
-
-/**
- * HTTP Basic as every TrueVault client sends it: an API key or access token as the user name with
- * an empty password, or a SAT's `http_auth` pair (a non-empty password means a SAT).
- */
-export function parseBasic(header: string | undefined): { user: string; password: string } | null {
-  if (!header) return null
-  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header)
-  if (!match) return null
-  const decoded = decodeBase64Pieces(match[1] as string)
-  const colon = decoded.indexOf(':')
-  if (colon <= 0) return null
-  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
-}
-
 async function authenticate(
   deps: AuthDeps,
   header: string | undefined,
   withPolicies: boolean,
 ): Promise<Principal | null> {
   const basic = parseBasic(header)
-  if (!basic || basic.user.length > 512 || basic.password.length > 512) return null
+  if (!basic || basic.user.length > BASIC_PART_MAX || basic.password.length > BASIC_PART_MAX)
+    return null
   if (basic.password !== '') return deps.sats.resolve(basic.user, basic.password)
   let credential: ActiveCredential | undefined
   let groupPolicies: string[] | undefined
