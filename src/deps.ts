@@ -40,6 +40,7 @@ import { SettingsService } from './modules/settings/settings.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
+import { BoundedReads } from './store/bounded-reads.js'
 import { dataKeyStore } from './store/data-keys.repo.js'
 import type { Store } from './store/db.js'
 
@@ -107,6 +108,11 @@ export interface DepsOptions {
   accessTokenMaxDays?: number
   /** PostgreSQL bound on each search statement (default 5 s; COFFER_SEARCH_TIMEOUT_MS). */
   searchTimeoutMs?: number
+  /**
+   * Searches at once (PostgreSQL; SQLite with a read pool: its threads; inline: 1) and waiting
+   * beyond them (default DEFAULT_SEARCH_LIMITS; COFFER_SEARCH_CONCURRENCY, COFFER_SEARCH_QUEUE).
+   */
+  searchLimits?: Partial<SearchLimits>
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -148,6 +154,21 @@ export function blobStoreFor(config: Config): BlobStore {
 }
 
 /** The composition root: the one place that picks implementations and wires services. */
+export interface SearchLimits {
+  pgConcurrency: number
+  queue: number
+}
+
+export const DEFAULT_SEARCH_LIMITS: SearchLimits = Object.freeze({ pgConcurrency: 5, queue: 32 })
+
+/** Where searches run, how many at once (store/bounded-reads.ts). */
+function searchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
+  const limits = { ...DEFAULT_SEARCH_LIMITS, ...options }
+  const concurrency =
+    store.dialect === 'postgres' ? limits.pgConcurrency : (store.readPool?.options.threads ?? 1)
+  return new BoundedReads(store.db, { concurrency, queue: limits.queue }, store.readPool)
+}
+
 export function createDeps(store: Store, options: DepsOptions): Deps {
   const db = store.db
   const clock = options.clock ?? systemClock
@@ -262,6 +283,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       userSchemas,
       options.searchTimeoutMs,
       meter,
+      searchReads(store, options.searchLimits),
     ),
     blobService: new BlobsService(
       db,

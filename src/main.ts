@@ -67,7 +67,8 @@ commands:
                    write audit events to stdout (or a file)
 ${CONSENT_USAGE}`
 
-async function open(config: Config): Promise<Store> {
+/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
+async function open(config: Config, readWorkers = 0): Promise<Store> {
   // The database, its WAL, keys and credentials files are readable by this user only.
   process.umask(0o077)
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -75,6 +76,7 @@ async function open(config: Config): Promise<Store> {
   const storeOptions = {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
+    sqliteReadWorkers: readWorkers,
     pg: {
       poolSize: limits.pgPoolSize,
       connectTimeoutMs: limits.pgConnectTimeoutMs,
@@ -127,7 +129,7 @@ async function start(
   options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
   const { withConsent = false, meter } = options
-  const store = await open(config)
+  const store = await open(config, config.search.workers)
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
@@ -151,6 +153,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    searchLimits: { pgConcurrency: config.search.pgConcurrency, queue: config.search.queue },
     audit: config.audit,
     readyTimeoutMs: config.operations.readyTimeoutMs,
     freeSpace: freeSpaceFloor(config, meter),
