@@ -62,6 +62,8 @@ export interface Deps {
   vaults: VaultsService
   documents: DocumentsService
   search: SearchService
+  /** Where searches run and how many at once (tests read its load). */
+  searchReads: BoundedReads
   blobService: BlobsService
   schemas: SchemasService
   userSchemas: UserSchemaService
@@ -162,7 +164,7 @@ export interface SearchLimits {
 export const DEFAULT_SEARCH_LIMITS: SearchLimits = Object.freeze({ pgConcurrency: 5, queue: 32 })
 
 /** Where searches run, how many at once (store/bounded-reads.ts). */
-function searchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
+function boundedSearchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
   const limits = { ...DEFAULT_SEARCH_LIMITS, ...options }
   const concurrency =
     store.dialect === 'postgres' ? limits.pgConcurrency : (store.readPool?.options.threads ?? 1)
@@ -181,6 +183,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
   const vaults = new VaultsService(db, clock)
+  const searchReads = boundedSearchReads(store, options.searchLimits)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
   // late-bound closures (each is only called after construction).
   let documents: DocumentsService | undefined
@@ -274,6 +277,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
+    searchReads,
     search: new SearchService(
       db,
       vaults,
@@ -283,7 +287,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       userSchemas,
       options.searchTimeoutMs,
       meter,
-      searchReads(store, options.searchLimits),
+      searchReads,
     ),
     blobService: new BlobsService(
       db,
