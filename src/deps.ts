@@ -163,6 +163,14 @@ export interface SearchLimits {
 
 export const DEFAULT_SEARCH_LIMITS: SearchLimits = Object.freeze({ pgConcurrency: 5, queue: 32 })
 
+/** A schema re-index batch failed (never with content): it resumes at the next start. */
+function logReindexError(error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error)
+  process.stderr.write(
+    `${JSON.stringify({ level: 50, time: Date.now(), msg: 'schema re-index stopped; it resumes at the next start', error: message })}\n`,
+  )
+}
+
 /** Where searches run, how many at once (store/bounded-reads.ts). */
 function boundedSearchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
   const limits = { ...DEFAULT_SEARCH_LIMITS, ...options }
@@ -197,11 +205,19 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     },
     (accountId) => (users as UsersService).hasUsers(accountId),
   )
-  const schemas = new SchemasService(db, clock, vaults, {
-    prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
-    run: (trx, accountId, vaultId, schema) =>
-      (documents as DocumentsService).reindexSchema(trx, accountId, vaultId, schema),
-  })
+  const schemas = new SchemasService(
+    db,
+    clock,
+    vaults,
+    {
+      prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
+      count: (trx, accountId, vaultId, schemaId) =>
+        (documents as DocumentsService).countForSchema(trx, accountId, vaultId, schemaId),
+      batch: (trx, accountId, vaultId, schema, after, limit) =>
+        (documents as DocumentsService).reindexBatch(trx, accountId, vaultId, schema, after, limit),
+    },
+    logReindexError,
+  )
   users = new UsersService(
     db,
     clock,

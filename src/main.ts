@@ -301,6 +301,9 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   if (app) {
     await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
     await app.listen({ host: config.host, port: config.port })
+    // Schema re-indexes a stopped server left unfinished go on from their last batch.
+    const resumed = await deps.schemas.resumeReindexes()
+    if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
   }
   await consentApp?.listen({
     host: config.consentHost,
@@ -322,8 +325,9 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: async () => {
-      // A retention pass in progress finishes before the store closes.
+      // A retention pass in progress finishes before the store closes; so does a re-index batch.
       await auditPruning?.stop()
+      await deps.schemas.stopReindexes()
       await store.close()
     },
     delayMs: config.operations.shutdownDelayMs,
