@@ -112,7 +112,7 @@ export interface DepsOptions {
   searchTimeoutMs?: number
   /**
    * Searches at once (PostgreSQL; SQLite with a read pool: its threads; inline: 1) and waiting
-   * beyond them (default DEFAULT_SEARCH_LIMITS; COFFER_SEARCH_CONCURRENCY, COFFER_SEARCH_QUEUE).
+   * beyond them (default defaultSearchLimits; COFFER_SEARCH_CONCURRENCY, COFFER_SEARCH_QUEUE).
    */
   searchLimits?: Partial<SearchLimits>
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
@@ -161,7 +161,10 @@ export interface SearchLimits {
   queue: number
 }
 
-export const DEFAULT_SEARCH_LIMITS: SearchLimits = Object.freeze({ pgConcurrency: 5, queue: 32 })
+/** Default: half the PostgreSQL pool (at least 1) at once, 32 waiting. */
+export function defaultSearchLimits(store: Store): SearchLimits {
+  return { pgConcurrency: Math.max(1, Math.floor((store.poolSize ?? 2) / 2)), queue: 32 }
+}
 
 /** A schema re-index batch failed (never with content): it resumes at the next start. */
 function logReindexError(error: unknown): void {
@@ -173,7 +176,7 @@ function logReindexError(error: unknown): void {
 
 /** Where searches run, how many at once (store/bounded-reads.ts). */
 function boundedSearchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
-  const limits = { ...DEFAULT_SEARCH_LIMITS, ...options }
+  const limits = { ...defaultSearchLimits(store), ...options }
   const concurrency =
     store.dialect === 'postgres' ? limits.pgConcurrency : (store.readPool?.options.threads ?? 1)
   return new BoundedReads(store.db, { concurrency, queue: limits.queue }, store.readPool)

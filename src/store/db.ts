@@ -25,6 +25,8 @@ export interface Store {
   close(): Promise<void>
   /** PostgreSQL: the pool's open, idle and waiting counts (metrics); SQLite has no pool. */
   poolStats?: () => { total: number; idle: number; waiting: number }
+  /** PostgreSQL: connections the pool may open (searches at once stay below it). */
+  poolSize?: number
   /** SQLite file with read workers: the threads searches run on (read-pool.ts). */
   readPool?: ReadPool
 }
@@ -199,5 +201,6 @@ function openPostgres(options: StoreOptions): Store {
     dialect: 'postgres',
     close: () => db.destroy(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolSize: settings.poolSize,
   }
 }
