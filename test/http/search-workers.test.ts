@@ -133,7 +133,9 @@ describe.skipIf(testDialect !== 'sqlite')('search on the SQLite read pool', () =
 
   describe('a held search', () => {
     it('answers 503 SEARCH_TIMEOUT past its bound, and its thread is replaced', async () => {
-      const f = await make({ workers: 1, queue: 0, timeoutMs: 300, held: true })
+      // Long enough for the fresh thread to boot (tsx compiles the worker from source in tests)
+      // within the next search's own bound, on a loaded machine too.
+      const f = await make({ workers: 1, queue: 0, timeoutMs: 3000, held: true })
       writeFileSync(`${f.file}.hold`, '')
       const res = await search(f, 'x')
       expect(res.status).toBe(503)
