@@ -216,8 +216,16 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
       count: (trx, accountId, vaultId, schemaId) =>
         (documents as DocumentsService).countForSchema(trx, accountId, vaultId, schemaId),
-      batch: (trx, accountId, vaultId, schema, after, limit) =>
-        (documents as DocumentsService).reindexBatch(trx, accountId, vaultId, schema, after, limit),
+      batch: (trx, accountId, vaultId, schema, after, limit, lock) =>
+        (documents as DocumentsService).reindexBatch(
+          trx,
+          accountId,
+          vaultId,
+          schema,
+          after,
+          limit,
+          lock,
+        ),
     },
     logReindexError,
   )

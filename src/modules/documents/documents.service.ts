@@ -220,8 +220,8 @@ export class DocumentsService {
 
   /**
    * Re-indexes the next `limit` documents tied to the schema after id `after`, in the caller's
-   * transaction (one batch of a schema's re-index). Locked on PostgreSQL, so a concurrent update
-   * of one of them waits and its own index rows come last; a deleted one is simply not found.
+   * transaction (one batch of a schema's re-index). `lock` (PostgreSQL): the rows are locked, so
+   * a concurrent update of one commits first and is re-read; a deleted one is simply not found.
    */
   async reindexBatch(
     db: Executor,
@@ -230,8 +230,9 @@ export class DocumentsService {
     schema: Schema,
     after: string,
     limit: number,
+    lock: boolean,
   ): Promise<{ last: string | undefined; count: number }> {
-    const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, limit, true)
+    const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, limit, lock)
     for (const row of rows)
       await this.indexer.index(db, accountId, row.id, schema, await this.#open(row), 'truncate')
     return { last: rows[rows.length - 1]?.id, count: rows.length }

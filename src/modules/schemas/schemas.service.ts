@@ -32,6 +32,8 @@ export interface ReindexDocuments {
     schema: Schema,
     after: string,
     limit: number,
+    /** Lock the batch's documents (PostgreSQL), see #batch and update. */
+    lockDocuments: boolean,
   ): Promise<{ last: string | undefined; count: number }>
 }
 
@@ -160,6 +162,9 @@ export class SchemasService {
         const start = { schema_id: id, vault_id: vaultId, total, started_at: now }
         await repo.startReindex(trx, accountId, start)
         if (total > REINDEX_BATCH) return true
+        // No document locks here: this transaction holds the schema row exclusively, so every
+        // write of one of its documents waits for it (its schema share lock) and then indexes
+        // under the new fields; locking documents too could deadlock with such a write.
         const { last, count } = await this.reindex.batch(
           trx,
           accountId,
@@ -167,6 +172,7 @@ export class SchemasService {
           schema,
           '',
           REINDEX_BATCH,
+          false,
         )
         await repo.advanceReindex(trx, accountId, id, {
           after: last ?? '',
@@ -252,6 +258,9 @@ export class SchemasService {
         schema,
         state.after,
         REINDEX_BATCH,
+        // Only share-locked schema here: document writes run beside the batch, so its documents
+        // are locked for it (a write in progress on one commits first, then is re-read).
+        true,
       )
       const finished = count < REINDEX_BATCH
       await repo.advanceReindex(trx, accountId, schemaId, {
