@@ -13,7 +13,9 @@
  * `search`, comma-separated; default all three), BENCH_SEARCH_SIZES (documents per search run,
  * comma-separated; default 10000,100000; add 1000000 for the full table, which takes ~20 minutes
  * and ~7 GB of temp disk on SQLite), BENCH_SEARCH_MAX_DURATION (seconds, default 60: the longest
- * load for one slow search query; see bench/search.ts).
+ * load for one slow search query; see bench/search.ts), BENCH_SEARCH_SCENARIOS (`queries`,
+ * `stall`, comma-separated; default both), BENCH_STALL_DURATION (seconds of each phase of the
+ * "no stall" scenario, default 15; see bench/search-stall.ts).
  *
  * Then search (bench/search.ts): for each size, a Coffer child whose vault holds that many
  * documents, written straight to its database before it listens, and six search queries (plus a

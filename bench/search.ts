@@ -10,6 +10,13 @@ import type { SearchPlan, SearchServerInfo } from './protocol.js'
 import { formatProblems, isBroken, type Measurement, markdownTable } from './report.js'
 import type { Scenario } from './scenarios.js'
 import { POPULATE, type SearchQueryDef, searchBody, searchQueries } from './search-queries.js'
+import {
+  formatStallLine,
+  runStallScenario,
+  type StallResult,
+  stallDurationS,
+  stallSection,
+} from './search-stall.js'
 import { startSearchServer } from './servers.js'
 
 /** Sizes run by default; 1,000,000 is opt-in (it takes minutes to populate). */
@@ -63,6 +70,23 @@ export interface SearchSizeResult {
   queries: SearchQueryResult[]
   /** Why the child did not start, if it did not. */
   error?: string
+  /** The "no stall" scenario (bench/search-stall.ts). */
+  stall?: StallResult
+}
+
+/**
+ * BENCH_SEARCH_SCENARIOS: `queries` (each query under load), `stall` (document reads while
+ * searches run), comma-separated; default both.
+ */
+export function searchScenarios(): { queries: boolean; stall: boolean } {
+  const raw = (process.env.BENCH_SEARCH_SCENARIOS ?? '').trim()
+  if (raw === '') return { queries: true, stall: true }
+  const parts = raw.split(',').map((p) => p.trim())
+  for (const p of parts) {
+    if (p !== 'queries' && p !== 'stall')
+      throw new Error(`BENCH_SEARCH_SCENARIOS takes queries and stall (got ${raw})`)
+  }
+  return { queries: parts.includes('queries'), stall: parts.includes('stall') }
 }
 
 function basic(apiKey: string): string {
@@ -166,9 +190,10 @@ export async function runSearchBench(
         ],
       )
       const url = `${server.url}/v1/vaults/${info.vaultId}/search`
+      const which = searchScenarios()
       // Every query once first: the first measured one should not pay for a cold JIT.
       for (const [, scenario] of scenarios) await probe(url, scenario)
-      for (const [def, scenario] of scenarios) {
+      for (const [def, scenario] of which.queries ? scenarios : []) {
         await server.settle()
         // The faster of two requests, each alone.
         const [a, b] = [await probe(url, scenario), await probe(url, scenario)]
@@ -189,6 +214,11 @@ export async function runSearchBench(
         }
         result.queries.push(q)
         onResult(documents, q)
+      }
+      if (which.stall) {
+        await server.settle()
+        result.stall = await runStallScenario(server.url, info, stallDurationS())
+        process.stdout.write(`${formatStallLine(documents, result.stall)}\n`)
       }
     } finally {
       await server.stop()
@@ -487,6 +517,7 @@ export function searchMarkdown(run: SearchRunInfo, results: readonly SearchSizeR
     ...resultsTable(results),
     '',
     ...growthTable(results),
+    ...stallSection(results),
     ...storageSection(results),
     ...plansSection(results),
     ...(broken.length ? ['```', ...broken, '```', ''] : []),

@@ -65,7 +65,13 @@ async function openBenchStore(): Promise<Store> {
   const pgUrl = process.env[ENV.pgUrl]
   const store = pgUrl
     ? openStore({ url: pgUrl, pgSchema: required(ENV.pgSchema) })
-    : openStore({ url: join(required(ENV.dataDir), 'coffer.db') })
+    : openStore({
+        url: join(required(ENV.dataDir), 'coffer.db'),
+        // The same setting as `coffer serve` (0: searches inline, the stall baseline).
+        ...(process.env.COFFER_SEARCH_WORKERS
+          ? { sqliteReadWorkers: Number(process.env.COFFER_SEARCH_WORKERS) }
+          : {}),
+      })
   await migrateToLatest(store.db)
   return store
 }

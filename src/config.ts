@@ -78,6 +78,8 @@ export interface Config {
   consentJwtSecretFile: string
   /** PostgreSQL: the bound on each search statement (statement_timeout), in milliseconds. */
   searchTimeoutMs: number
+  /** Where searches run and how many at once (issue 14). */
+  search: SearchRunConfig
   /** Consent API flood limits (requests per window, per client address and per shop; in memory, per node). */
   consentRateLimit: ConsentRateLimitConfig
   /** Days a consent record nobody ever chose for may stay untouched before it is removed. */
@@ -476,6 +478,35 @@ function argon2Limits(env: NodeJS.ProcessEnv, problems: string[]): Argon2Config 
 
 // --- end of login flood protection and proxy trust ---
 
+// --- Search execution: worker threads, concurrency, queue (issue 14) ---
+
+export interface SearchRunConfig {
+  /** SQLite file: worker threads with read-only connections that run searches (0: inline). */
+  workers: number
+  /** PostgreSQL: searches running at once per node, below COFFER_PG_POOL_SIZE. */
+  pgConcurrency: number
+  /** Searches waiting for a worker or slot; one more is answered 503 SEARCH_BUSY. */
+  queue: number
+}
+
+function searchRun(
+  env: NodeJS.ProcessEnv,
+  pgPoolSize: number,
+  problems: string[],
+): SearchRunConfig {
+  const workers = intSetting(env, 'COFFER_SEARCH_WORKERS', 2, 0, 64, problems)
+  // Half the pool by default: searches never hold every connection other requests need.
+  const fallback = Math.max(1, Math.floor(pgPoolSize / 2))
+  const pgConcurrency = intSetting(env, 'COFFER_SEARCH_CONCURRENCY', fallback, 1, 1000, problems)
+  if (pgPoolSize > 1 && pgConcurrency >= pgPoolSize) {
+    problems.push('COFFER_SEARCH_CONCURRENCY must be below COFFER_PG_POOL_SIZE')
+  }
+  const queue = intSetting(env, 'COFFER_SEARCH_QUEUE', 32, 0, 10_000, problems)
+  return Object.freeze({ workers, pgConcurrency, queue })
+}
+
+// --- end of search execution ---
+
 // --- Database pool, timeouts and request deadlines (issue 12) ---
 
 function databaseLimits(
@@ -621,6 +652,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     86_400,
   )
   const host = listenHost('COFFER_HOST', env.COFFER_HOST, '127.0.0.1', problems)
+  const database = databaseLimits(env, searchTimeoutMs, problems)
   const trust = trustProxy(env.COFFER_TRUST_PROXY, problems, notes)
   const config: Config = {
     host,
@@ -661,7 +693,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     argon2: argon2Limits(env, problems),
     startupNotes: Object.freeze(notes),
     cors: corsSettings(env, problems),
-    database: databaseLimits(env, searchTimeoutMs, problems),
+    database,
+    search: searchRun(env, database.pgPoolSize, problems),
     operations: operations(env, problems),
     tls: tlsSettings(
       env,

@@ -41,6 +41,7 @@ import { SettingsService } from './modules/settings/settings.service.js'
 import { UsersService } from './modules/users/users.service.js'
 import { VaultsService } from './modules/vaults/vaults.service.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
+import { BoundedReads } from './store/bounded-reads.js'
 import { dataKeyStore } from './store/data-keys.repo.js'
 import type { Store } from './store/db.js'
 
@@ -62,6 +63,8 @@ export interface Deps {
   vaults: VaultsService
   documents: DocumentsService
   search: SearchService
+  /** Where searches run and how many at once (tests read its load). */
+  searchReads: BoundedReads
   blobService: BlobsService
   schemas: SchemasService
   userSchemas: UserSchemaService
@@ -110,6 +113,11 @@ export interface DepsOptions {
   accessTokenMaxDays?: number
   /** PostgreSQL bound on each search statement (default 5 s; COFFER_SEARCH_TIMEOUT_MS). */
   searchTimeoutMs?: number
+  /**
+   * Searches at once (PostgreSQL; SQLite with a read pool: its threads; inline: 1) and waiting
+   * beyond them (default defaultSearchLimits; COFFER_SEARCH_CONCURRENCY, COFFER_SEARCH_QUEUE).
+   */
+  searchLimits?: Partial<SearchLimits>
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -153,6 +161,32 @@ export function blobStoreFor(config: Config): BlobStore {
 }
 
 /** The composition root: the one place that picks implementations and wires services. */
+export interface SearchLimits {
+  pgConcurrency: number
+  queue: number
+}
+
+/** Default: half the PostgreSQL pool (at least 1) at once, 32 waiting. */
+export function defaultSearchLimits(store: Store): SearchLimits {
+  return { pgConcurrency: Math.max(1, Math.floor((store.poolSize ?? 2) / 2)), queue: 32 }
+}
+
+/** A schema re-index batch failed (never with content): it resumes at the next start. */
+function logReindexError(error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error)
+  process.stderr.write(
+    `${JSON.stringify({ level: 50, time: Date.now(), msg: 'schema re-index stopped; it resumes at the next start', error: message })}\n`,
+  )
+}
+
+/** Where searches run, how many at once (store/bounded-reads.ts). */
+function boundedSearchReads(store: Store, options: Partial<SearchLimits> = {}): BoundedReads {
+  const limits = { ...defaultSearchLimits(store), ...options }
+  const concurrency =
+    store.dialect === 'postgres' ? limits.pgConcurrency : (store.readPool?.options.threads ?? 1)
+  return new BoundedReads(store.db, { concurrency, queue: limits.queue }, store.readPool)
+}
+
 export function createDeps(store: Store, options: DepsOptions): Deps {
   const db = store.db
   const clock = options.clock ?? systemClock
@@ -165,6 +199,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
   const vaults = new VaultsService(db, clock)
+  const searchReads = boundedSearchReads(store, options.searchLimits)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
   // late-bound closures (each is only called after construction).
   let documents: DocumentsService | undefined
@@ -178,11 +213,27 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     },
     (accountId) => (users as UsersService).hasUsers(accountId),
   )
-  const schemas = new SchemasService(db, clock, vaults, {
-    prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
-    run: (trx, accountId, vaultId, schema) =>
-      (documents as DocumentsService).reindexSchema(trx, accountId, vaultId, schema),
-  })
+  const schemas = new SchemasService(
+    db,
+    clock,
+    vaults,
+    {
+      prepare: (accountId) => (documents as DocumentsService).prepareReindex(accountId),
+      count: (trx, accountId, vaultId, schemaId) =>
+        (documents as DocumentsService).countForSchema(trx, accountId, vaultId, schemaId),
+      batch: (trx, accountId, vaultId, schema, after, limit, lock) =>
+        (documents as DocumentsService).reindexBatch(
+          trx,
+          accountId,
+          vaultId,
+          schema,
+          after,
+          limit,
+          lock,
+        ),
+    },
+    logReindexError,
+  )
   users = new UsersService(
     db,
     clock,
@@ -268,6 +319,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
     schemas,
     userSchemas,
     mfa,
+    searchReads,
     search: new SearchService(
       db,
       vaults,
@@ -277,6 +329,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       userSchemas,
       options.searchTimeoutMs,
       meter,
+      searchReads,
     ),
     blobService,
     policySimulator: new PolicySimulatorService(

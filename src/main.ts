@@ -67,7 +67,8 @@ commands:
                    write audit events to stdout (or a file)
 ${CONSENT_USAGE}`
 
-async function open(config: Config): Promise<Store> {
+/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
+async function open(config: Config, readWorkers = 0): Promise<Store> {
   // The database, its WAL, keys and credentials files are readable by this user only.
   process.umask(0o077)
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -75,6 +76,7 @@ async function open(config: Config): Promise<Store> {
   const storeOptions = {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
+    sqliteReadWorkers: readWorkers,
     pg: {
       poolSize: limits.pgPoolSize,
       connectTimeoutMs: limits.pgConnectTimeoutMs,
@@ -127,7 +129,7 @@ async function start(
   options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
   const { withConsent = false, meter } = options
-  const store = await open(config)
+  const store = await open(config, config.search.workers)
   const { key, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
@@ -151,6 +153,7 @@ async function start(
     passwordResetTtlMinutes: config.passwordResetTtlMinutes,
     accessTokenMaxDays: config.accessTokenMaxDays,
     searchTimeoutMs: config.searchTimeoutMs,
+    searchLimits: { pgConcurrency: config.search.pgConcurrency, queue: config.search.queue },
     audit: config.audit,
     readyTimeoutMs: config.operations.readyTimeoutMs,
     freeSpace: freeSpaceFloor(config, meter),
@@ -298,6 +301,9 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   if (app) {
     await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
     await app.listen({ host: config.host, port: config.port })
+    // Schema re-indexes a stopped server left unfinished go on from their last batch.
+    const resumed = await deps.schemas.resumeReindexes()
+    if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
   }
   await consentApp?.listen({
     host: config.consentHost,
@@ -319,9 +325,11 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: async () => {
-      // A retention pass in progress finishes before the store closes; so do the queued audit
-      // events, and a later one is refused at once (http/audit.ts: the answer stays as it was).
+      // A retention pass and a re-index batch in progress finish before the store closes; so do
+      // the queued audit events, and a later one is refused at once (http/audit.ts: the answer
+      // stays as it was).
       await auditPruning?.stop()
+      await deps.schemas.stopReindexes()
       await deps.audit?.close()
       await store.close()
     },

@@ -89,6 +89,7 @@ const CATALOG = {
   'schema.create': { openapi: 'createSchema' },
   'schema.list': { openapi: 'listSchemas' },
   'schema.read': { openapi: 'readSchema' },
+  'schema.reindex_status': { openapi: 'readSchemaReindex' },
   'schema.update': { openapi: 'updateSchema' },
   'schema.delete': { openapi: 'deleteSchema' },
   'user_schema.create': { openapi: 'createAccountUserSchema' },

@@ -43,6 +43,36 @@ describe('BoundedGate', () => {
     expect(await gate.run(async () => 'ok')).toBe('ok')
   })
 
+  it('takes a waiting task whose signal aborts out of the queue, the slot going to the next', async () => {
+    const gate = new BoundedGate(1, 2)
+    const blocker = deferred()
+    const first = gate.run(() => blocker.promise)
+    const controller = new AbortController()
+    let ranLeaver = false
+    const leaver = gate.run(async () => {
+      ranLeaver = true
+    }, controller.signal)
+    const next = gate.run(async () => 'next')
+    await Promise.resolve()
+    expect(gate.load()).toEqual({ running: 1, queued: 2 })
+    controller.abort(new Error('gave up'))
+    await expect(leaver).rejects.toThrow('gave up')
+    expect(gate.load()).toEqual({ running: 1, queued: 1 })
+    blocker.resolve()
+    await first
+    expect(await next).toBe('next')
+    expect(ranLeaver).toBe(false)
+    expect(gate.load()).toEqual({ running: 0, queued: 0 })
+  })
+
+  it('refuses a task whose signal has already aborted', async () => {
+    const gate = new BoundedGate(1, 1)
+    await expect(gate.run(async () => 'x', AbortSignal.abort(new Error('late')))).rejects.toThrow(
+      'late',
+    )
+    expect(gate.load()).toEqual({ running: 0, queued: 0 })
+  })
+
   it('rejects nonsensical sizes', () => {
     expect(() => new BoundedGate(0, 1)).toThrow(RangeError)
     expect(() => new BoundedGate(1, -1)).toThrow(RangeError)

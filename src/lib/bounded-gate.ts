@@ -29,11 +29,29 @@ export class BoundedGate {
     return { running: this.#running, queued: this.#waiting.length }
   }
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
+  /**
+   * `signal`: a task still waiting when it aborts leaves the queue and rejects with the
+   * signal's reason (a search whose time bound ran out while queued); once running it is the
+   * task's own business.
+   */
+  async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) throw signal.reason
     if (this.#running >= this.maxRunning) {
       if (this.#waiting.length >= this.maxQueued) throw new GateFullError()
       // The slot is handed over by the finishing task (see #release), never raced for.
-      await new Promise<void>((resolve) => this.#waiting.push(resolve))
+      await new Promise<void>((resolve, reject) => {
+        const handOver = () => {
+          signal?.removeEventListener('abort', leave)
+          resolve()
+        }
+        const leave = () => {
+          const at = this.#waiting.indexOf(handOver)
+          if (at >= 0) this.#waiting.splice(at, 1)
+          reject(signal?.reason)
+        }
+        signal?.addEventListener('abort', leave, { once: true })
+        this.#waiting.push(handOver)
+      })
     } else {
       this.#running++
     }

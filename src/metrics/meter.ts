@@ -29,7 +29,7 @@ export interface MeterCounters {
 
 export interface MeterHistograms {
   /** Seconds one search query ran, by how it ended. */
-  search_duration_seconds: { outcome: 'ok' | 'stopped' | 'error' }
+  search_duration_seconds: { outcome: 'ok' | 'stopped' | 'busy' | 'error' }
 }
 
 export interface Meter {

@@ -96,7 +96,7 @@ export class Metrics {
     }
     const search = new Histogram({
       name: 'coffer_search_duration_seconds',
-      help: 'Search query latency, by outcome (ok, stopped by its bound or the client, error)',
+      help: 'Search query latency, by outcome (ok, stopped by its bound or the client, busy: refused for load, error)',
       labelNames: ['outcome'],
       buckets: LATENCY_BUCKETS,
       registers,

@@ -6,6 +6,7 @@ import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
+import { ReadPool } from './read-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import type { Database } from './schema.js'
 import { cachingDatabase } from './statement-cache.js'
@@ -24,6 +25,10 @@ export interface Store {
   close(): Promise<void>
   /** PostgreSQL: the pool's open, idle and waiting counts (metrics); SQLite has no pool. */
   poolStats?: () => { total: number; idle: number; waiting: number }
+  /** PostgreSQL: connections the pool may open (searches at once stay below it). */
+  poolSize?: number
+  /** SQLite file with read workers: the threads searches run on (read-pool.ts). */
+  readPool?: ReadPool
 }
 
 export interface StoreOptions {
@@ -43,7 +48,18 @@ export interface StoreOptions {
   onConnectionError?: (error: Error) => void
   /** SQLite: how long a statement waits for another connection's write lock (ms). */
   sqliteBusyTimeoutMs?: number
+  /**
+   * SQLite file: worker threads with read-only connections for searches (COFFER_SEARCH_WORKERS,
+   * default DEFAULT_SEARCH_WORKERS; 0: searches run on the main connection). `:memory:` has
+   * none: a worker's connection could not see that database.
+   */
+  sqliteReadWorkers?: number
+  /** The read workers' module (tests swap in one they control). */
+  sqliteReadWorkerUrl?: URL
 }
+
+/** Read worker threads of a SQLite store: the machine this was built for has 2 cores. */
+export const DEFAULT_SEARCH_WORKERS = 2
 
 /** PostgreSQL pool size and timeouts, in milliseconds. */
 export interface PgSettings {
@@ -72,7 +88,10 @@ export function isPostgresUrl(url: string): boolean {
 export function openStore(options: StoreOptions): Store {
   return isPostgresUrl(options.url)
     ? openPostgres(options)
-    : openSqlite(options.url, options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS)
+    : openSqlite(options.url, options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS, {
+        threads: options.sqliteReadWorkers ?? DEFAULT_SEARCH_WORKERS,
+        ...(options.sqliteReadWorkerUrl ? { workerUrl: options.sqliteReadWorkerUrl } : {}),
+      })
 }
 
 function logConnectionError(error: Error): void {
@@ -82,7 +101,11 @@ function logConnectionError(error: Error): void {
   )
 }
 
-function openSqlite(file: string, busyTimeoutMs: number): Store {
+function openSqlite(
+  file: string,
+  busyTimeoutMs: number,
+  reads: { threads: number; workerUrl?: URL },
+): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const database = new SQLite(file)
   // WAL lets readers run beside the writer; FULL sync keeps acknowledged writes through power
@@ -101,7 +124,16 @@ function openSqlite(file: string, busyTimeoutMs: number): Store {
   const db = new Kysely<Database>({
     dialect: auditingDialect(sqliteDialect(database, cached), 'sqlite'),
   })
-  return { db, dialect: 'sqlite', close: () => db.destroy() }
+  // Started once the file is in WAL mode: each worker opens it read-only.
+  const readPool =
+    file === ':memory:' || reads.threads === 0
+      ? undefined
+      : new ReadPool({ file, busyTimeoutMs, ...reads })
+  const close = async () => {
+    await readPool?.close()
+    await db.destroy()
+  }
+  return { db, dialect: 'sqlite', close, ...(readPool ? { readPool } : {}) }
 }
 
 function sqliteDialect(
@@ -169,5 +201,6 @@ function openPostgres(options: StoreOptions): Store {
     dialect: 'postgres',
     close: () => db.destroy(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolSize: settings.poolSize,
   }
 }

@@ -115,6 +115,20 @@ export interface SchemasTable {
   updated_at: string
 }
 
+/** Batched re-index of a vault schema's documents (migration 0018). */
+export interface SchemaReindexTable {
+  account_id: string
+  schema_id: string
+  vault_id: string
+  /** The last document id re-indexed, in id order ('' before the first batch). */
+  after: string
+  done: number
+  /** Documents tied to the schema when the re-index started. */
+  total: number
+  started_at: string
+  finished_at: string | null
+}
+
 export interface DocumentsTable {
   account_id: string
   vault_id: string
@@ -339,6 +353,7 @@ export interface AuditChainHeadsTable {
 }
 
 export interface Database {
+  schema_reindex: SchemaReindexTable
   audit_events: AuditEventsTable
   audit_chain_heads: AuditChainHeadsTable
   accounts: AccountsTable

@@ -8,7 +8,7 @@ import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import type { ProviderConfig } from '../../src/config.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import type { HashingLimits, PasswordHasherOptions } from '../../src/crypto/passwords.js'
-import { createDeps, type Deps } from '../../src/deps.js'
+import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js'
 import type { Clock } from '../../src/lib/clock.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
 import type { LoginLimits } from '../../src/modules/auth/login-throttle.js'
@@ -57,6 +57,11 @@ export interface TestAppOptions {
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /** PostgreSQL bound on each search statement (default: the production one). */
   searchTimeoutMs?: number
+  /** Searches at once (PostgreSQL) and queued (default the production ones). */
+  searchLimits?: DepsOptions['searchLimits']
+  /** SQLite file only: search worker threads (default the production count) and their module. */
+  sqliteReadWorkers?: number
+  sqliteReadWorkerUrl?: URL
   /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default TEST_HASHING_LIMITS). */
   argon2?: PasswordHasherOptions
   hashingLimits?: HashingLimits
@@ -101,6 +106,10 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.sqliteBusyTimeoutMs !== undefined
       ? { sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs }
       : {}),
+    ...(options.sqliteReadWorkers !== undefined
+      ? { sqliteReadWorkers: options.sqliteReadWorkers }
+      : {}),
+    ...(options.sqliteReadWorkerUrl ? { sqliteReadWorkerUrl: options.sqliteReadWorkerUrl } : {}),
   })
   const blobDir = mkdtempSync(join(tmpdir(), 'coffer-blobs-'))
   const deps = createDeps(store, {
@@ -114,6 +123,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
+    ...(options.searchLimits ? { searchLimits: options.searchLimits } : {}),
     ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
     ...(options.freeSpace ? { freeSpace: options.freeSpace } : {}),
     ...(options.policyAccessMaxPairs !== undefined

@@ -13,11 +13,21 @@ export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0
  * other's rows.
  */
 export async function openTestStore(
-  options: { sqliteFile?: string; sqliteBusyTimeoutMs?: number } = {},
+  options: {
+    sqliteFile?: string
+    sqliteBusyTimeoutMs?: number
+    /** SQLite file: search worker threads (default the production count) and their module. */
+    sqliteReadWorkers?: number
+    sqliteReadWorkerUrl?: URL
+  } = {},
 ): Promise<Store> {
   if (testDialect === 'sqlite') {
     const store = openStore({
       url: options.sqliteFile ?? ':memory:',
+      ...(options.sqliteReadWorkers !== undefined
+        ? { sqliteReadWorkers: options.sqliteReadWorkers }
+        : {}),
+      ...(options.sqliteReadWorkerUrl ? { sqliteReadWorkerUrl: options.sqliteReadWorkerUrl } : {}),
       ...(options.sqliteBusyTimeoutMs !== undefined
         ? { sqliteBusyTimeoutMs: options.sqliteBusyTimeoutMs }
         : {}),

@@ -126,8 +126,10 @@ export function pageBySchema(
   schemaId: string,
   after: string,
   limit: number,
+  /** PostgreSQL: lock the rows until the caller's transaction ends (a re-index batch). */
+  lock = false,
 ) {
-  return db
+  const query = db
     .selectFrom('documents')
     .selectAll()
     .where('account_id', '=', accountId)
@@ -136,5 +138,23 @@ export function pageBySchema(
     .where('id', '>', after)
     .orderBy('id')
     .limit(limit)
-    .execute()
+  return (
+    lock && db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate() : query
+  ).execute()
+}
+
+export async function countBySchema(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  schemaId: string,
+): Promise<number> {
+  const row = await db
+    .selectFrom('documents')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('schema_id', '=', schemaId)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
 }

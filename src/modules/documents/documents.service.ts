@@ -213,22 +213,29 @@ export class DocumentsService {
     return this.keyring.preload(accountId)
   }
 
-  /** Re-indexes every document tied to the schema (its fields changed); runs in the caller's transaction. */
-  async reindexSchema(
+  /** Documents tied to the schema now (a re-index's total). */
+  countForSchema(db: Executor, accountId: string, vaultId: string, schemaId: string) {
+    return repo.countBySchema(db, accountId, vaultId, schemaId)
+  }
+
+  /**
+   * Re-indexes the next `limit` documents tied to the schema after id `after`, in the caller's
+   * transaction (one batch of a schema's re-index). `lock` (PostgreSQL): the rows are locked, so
+   * a concurrent update of one commits first and is re-read; a deleted one is simply not found.
+   */
+  async reindexBatch(
     db: Executor,
     accountId: string,
     vaultId: string,
     schema: Schema,
-  ): Promise<void> {
-    await this.indexer.removeSchema(db, accountId, schema.id)
-    let after = ''
-    for (;;) {
-      const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, 500)
-      for (const row of rows)
-        await this.indexer.index(db, accountId, row.id, schema, await this.#open(row), 'truncate')
-      if (rows.length < 500) return
-      after = (rows[rows.length - 1] as DocumentRow).id
-    }
+    after: string,
+    limit: number,
+    lock: boolean,
+  ): Promise<{ last: string | undefined; count: number }> {
+    const rows = await repo.pageBySchema(db, accountId, vaultId, schema.id, after, limit, lock)
+    for (const row of rows)
+      await this.indexer.index(db, accountId, row.id, schema, await this.#open(row), 'truncate')
+    return { last: rows[rows.length - 1]?.id, count: rows.length }
   }
 
   /** Re-indexes one document (POST …/reindex). */

@@ -6,6 +6,7 @@ import { resource } from '../../policy/index.js'
 import { parseSchemaDefinition } from './schema-definition.js'
 import {
   AccountParams,
+  ReindexResponse,
   SchemaForm,
   SchemaListResponse,
   SchemaParams,
@@ -97,6 +98,28 @@ export async function schemaRoutes(
     },
     async (req) => ({
       schema: await schemas.get(req.actor.principal.accountId, vaultOf(req), schemaOf(req)),
+    }),
+  )
+
+  r.get(
+    '/v1/vaults/:vault_id/schemas/:schema_id/reindex',
+    {
+      schema: {
+        tags,
+        summary: "How far the re-index of a schema's documents is",
+        description:
+          'A change of fields re-indexes the documents in the same request when they fit in one batch (200), else in batches after it; this shows how far.',
+        params: SchemaParams,
+        response: ReindexResponse,
+      },
+      config: { operation: 'schema.reindex_status', access: { policy: onSchema('R') } },
+    },
+    async (req) => ({
+      reindex: await schemas.reindexStatus(
+        req.actor.principal.accountId,
+        vaultOf(req),
+        schemaOf(req),
+      ),
     }),
   )
 

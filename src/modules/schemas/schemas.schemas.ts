@@ -17,5 +17,16 @@ export const SchemaForm = Type.Object({
 })
 
 export const SchemaResponse = responses(success({ schema: SchemaSchema }))
+
+/** How far the batched re-index of a schema's documents is (issue 14). */
+const ReindexProgress = Type.Object({
+  state: Type.Union([Type.Literal('none'), Type.Literal('running'), Type.Literal('done')], {
+    description:
+      'none: never re-indexed; running: batches left (a search on a changed field finds only the documents done so far); done: every document re-indexed',
+  }),
+  documents_done: Type.Integer({ minimum: 0 }),
+  documents_total: Type.Integer({ minimum: 0 }),
+})
+export const ReindexResponse = responses(success({ reindex: ReindexProgress }))
 export const SchemaListResponse = responses(success({ schemas: Type.Array(SchemaSchema) }))
 export const UserSchemaResponse = responses(success({ user_schema: SchemaSchema }))

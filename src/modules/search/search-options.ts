@@ -17,6 +17,17 @@ export const MAX_LIST_ITEMS = 1000
 export const MAX_FILTER_VALUES = 1000
 export const MAX_PATTERN = 1000
 /**
+ * Wildcards (`*` and `?` together) in one pattern: each `*` lets the matcher try every split of
+ * the value, so they bound the work per candidate value (issue 14); 32 leaves room for formats
+ * spelled out with `?` (a phone number, an SSN).
+ */
+export const MAX_PATTERN_WILDCARDS = 32
+/**
+ * Filters in one search: each is one subquery of the statement, so they bound its size and the
+ * planner's work (issue 14). Filters do not nest: their depth is always one.
+ */
+export const MAX_FILTERS = 50
+/**
  * Sort keys per search: each is one index seek per candidate, so a long list multiplies the
  * work of every candidate (the review's 100-key sort held the process for minutes).
  */
@@ -137,6 +148,7 @@ export function parseOptionShape(raw: unknown, kind: 'vault' | 'users'): OptionS
   if (!isObject(raw.filter)) throw bad('filter', 'must be an object of field name to filter')
   const entries = Object.entries(raw.filter)
   if (entries.length === 0) throw bad('filter', 'must have at least one entry')
+  if (entries.length > MAX_FILTERS) throw bad('filter', `must have at most ${MAX_FILTERS} entries`)
   const filters = entries.map(([key, f]) => shapeFilter(key, f, caseSensitive))
   let values = 0
   for (const f of filters) {
@@ -183,6 +195,8 @@ function shapeFilter(key: string, raw: unknown, defaultCase: boolean): ShapedFil
     case 'wildcard':
       if (typeof v !== 'string') throw bad(vat, 'must be a string pattern')
       if (v.length > MAX_PATTERN) throw bad(vat, `must be at most ${MAX_PATTERN} characters`)
+      if ((v.match(/[*?]/g)?.length ?? 0) > MAX_PATTERN_WILDCARDS)
+        throw bad(vat, `must have at most ${MAX_PATTERN_WILDCARDS} wildcards (* and ?)`)
       return { key, caseSensitive, type: 'wildcard', value: v }
     case 'range': {
       if (!isObject(v)) throw bad(vat, 'must be an object with gt, gte, lt or lte')

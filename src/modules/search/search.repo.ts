@@ -1,6 +1,7 @@
 import { expressionBuilder, PostgresAdapter, type RawBuilder, type Selectable, sql } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
-import { type QueryBound, runBounded } from '../../store/bounded-query.js'
+import type { QueryBound } from '../../store/bounded-query.js'
+import { type BoundedReads, runOnConnection } from '../../store/bounded-reads.js'
 import type { Executor } from '../../store/executor.js'
 import type { Database, DocumentsTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
@@ -40,6 +41,14 @@ export interface Page<T> {
   hits: T[]
 }
 
+/** Where the compiled queries run (store/bounded-reads.ts). */
+type SearchReads = Pick<BoundedReads, 'run'>
+
+/** Without a BoundedReads (tools, tests of the SQL): on `db` itself. */
+const inlineReads = (db: Executor): SearchReads => ({
+  run: (queries, bound) => runOnConnection(db, queries, bound),
+})
+
 const dialectOf = (db: Executor): Dialect =>
   db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite'
 
@@ -57,6 +66,8 @@ interface Target {
 /** Counts every match, then reads one sorted page of them. */
 async function run(
   db: Executor,
+  reads: SearchReads,
+  bound: QueryBound | undefined,
   ctx: SetContext,
   query: SearchQuery,
   target: Target,
@@ -75,28 +86,14 @@ async function run(
   )
   const select = sql.join([target.columns, ...keys])
   const offset = (query.page - 1) * query.perPage
-  // One after the other: a bounded search runs both on its one connection.
-  const count = await sql<{
-    n: number | string
-  }>`select count(*) as n from ${from} where ${where}`.execute(db)
-  const page = await sql<
+  const count = sql<{ n: number | string }>`select count(*) as n from ${from} where ${where}`
+  const page = sql<
     Record<string, unknown>
-  >`select t.* from (select ${select} from ${from} where ${where}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`.execute(
-    db,
-  )
-  return { total: Number(count.rows[0]?.n ?? 0), rows: page.rows }
-}
-
-function runMaybeBounded(
-  db: Executor,
-  bound: QueryBound | undefined,
-  ctx: SetContext,
-  query: SearchQuery,
-  target: Target,
-) {
-  return bound
-    ? runBounded(db, bound, (conn) => run(conn, ctx, query, target))
-    : run(db, ctx, query, target)
+  >`select t.* from (select ${select} from ${from} where ${where}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`
+  // Compiled here, run where `reads` says (a SQLite worker thread, a bounded PostgreSQL
+  // transaction): both in one read transaction, so the total and the page agree.
+  const [counted, paged] = await reads.run([count.compile(db), page.compile(db)], bound)
+  return { total: Number(counted?.[0]?.n ?? 0), rows: paged ?? [] }
 }
 
 const keysOf = (row: Record<string, unknown>, n: number) =>
@@ -113,12 +110,14 @@ export async function searchDocuments(
     query: SearchQuery
     /** Time bound and cancellation (store/bounded-query.ts); absent: unbounded (tools, bench). */
     bound?: QueryBound
+    /** Where the queries run, how many at once (store/bounded-reads.ts); absent: inline on db. */
+    reads?: SearchReads
   },
 ): Promise<Page<DocumentHit>> {
   const { accountId, vaultId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'documents'>()
-  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
+  const { total, rows } = await run(db, p.reads ?? inlineReads(db), p.bound, ctx, p.query, {
     table: sql`documents d`,
     columns: p.query.full
       ? sql`d.account_id, d.vault_id, d.id, d.owner_id, d.schema_id, d.schema_bound, d.content, d.created_at, d.updated_at`
@@ -142,12 +141,13 @@ export async function searchUsers(
     scopes: readonly ItemScope[]
     query: SearchQuery
     bound?: QueryBound
+    reads?: SearchReads
   },
 ): Promise<Page<UserHit>> {
   const { accountId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'users'>()
-  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
+  const { total, rows } = await run(db, p.reads ?? inlineReads(db), p.bound, ctx, p.query, {
     table: sql`users u`,
     columns: p.query.full
       ? sql`u.account_id, u.id, u.username, u.status, u.attributes`

@@ -4,6 +4,7 @@ import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { encodeBase64Json } from '../../lib/input.js'
 import { type Meter, noopMeter, secondsSince } from '../../metrics/meter.js'
 import { type QueryBound, QueryStopped } from '../../store/bounded-query.js'
+import { type BoundedReads, ReadsBusy } from '../../store/bounded-reads.js'
 import type { Executor } from '../../store/executor.js'
 import type { DocumentRow, DocumentsService } from '../documents/documents.service.js'
 import type { SchemasService } from '../schemas/schemas.service.js'
@@ -83,6 +84,19 @@ function stopped(e: QueryStopped, timeoutMs: number): AppError {
 }
 
 /**
+ * Refused before it ran because this node is already running and queueing as many searches as
+ * it takes (COFFER_SEARCH_CONCURRENCY / COFFER_SEARCH_WORKERS, COFFER_SEARCH_QUEUE): a 503,
+ * the same request succeeds once the load passes.
+ */
+const busy = () =>
+  new AppError(
+    503,
+    ErrorType.unavailable,
+    'SEARCH_BUSY',
+    'This node is running as many searches as it takes; retry later',
+  )
+
+/**
  * Search over the index (docs/search.md): a vault's documents under one schema, or the account's
  * users under its user schema. Only what the caller may read is matched, counted and returned.
  */
@@ -96,7 +110,13 @@ export class SearchService {
     private readonly userSchemas: UserSchemaService,
     private readonly timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS,
     private readonly meter: Meter = noopMeter,
+    /** Where searches run and how many at once; absent: inline on `db` (bounded there). */
+    private readonly reads?: BoundedReads,
   ) {}
+
+  #reads() {
+    return this.reads ? { reads: this.reads } : {}
+  }
 
   /** Runs one bounded search query, its stops answered as AppErrors. */
   async #bounded<T>(signal: AbortSignal | undefined, search: (bound: QueryBound) => Promise<T>) {
@@ -106,8 +126,10 @@ export class SearchService {
       this.meter.observe('search_duration_seconds', { outcome: 'ok' }, secondsSince(started))
       return result
     } catch (e) {
-      const outcome = e instanceof QueryStopped ? 'stopped' : 'error'
+      const outcome =
+        e instanceof QueryStopped ? 'stopped' : e instanceof ReadsBusy ? 'busy' : 'error'
       this.meter.observe('search_duration_seconds', { outcome }, secondsSince(started))
+      if (e instanceof ReadsBusy) throw busy()
       throw e instanceof QueryStopped ? stopped(e, this.timeoutMs) : e
     }
   }
@@ -128,7 +150,15 @@ export class SearchService {
     const scopes = actor.grants.readScopes(['Vault', vaultId, 'Document', ''])
     if (!scopes) throw errors.permissionDenied()
     const { total, hits } = await this.#bounded(signal, (bound) =>
-      repo.searchDocuments(this.db, { accountId, vaultId, schemaId, scopes, query, bound }),
+      repo.searchDocuments(this.db, {
+        accountId,
+        vaultId,
+        schemaId,
+        scopes,
+        query,
+        bound,
+        ...this.#reads(),
+      }),
     )
     // distance_from: the first geo sort key's value (km in SQL), in the geo filter's unit.
     const geoKey = query.sort.findIndex((k) => k.column === 'geo')
@@ -164,7 +194,14 @@ export class SearchService {
     // Without a user schema nothing is indexed: nobody matches.
     if (!schema) return { documents: [], info: info(query, 0) }
     const { total, hits } = await this.#bounded(signal, (bound) =>
-      repo.searchUsers(this.db, { accountId, schemaId: schema.id, scopes, query, bound }),
+      repo.searchUsers(this.db, {
+        accountId,
+        schemaId: schema.id,
+        scopes,
+        query,
+        bound,
+        ...this.#reads(),
+      }),
     )
     const documents = await Promise.all(
       hits.map(async (hit) => {

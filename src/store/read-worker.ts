@@ -1,0 +1,47 @@
+import { workerData } from 'node:worker_threads'
+import SQLite from 'better-sqlite3'
+import { cachingDatabase } from './statement-cache.js'
+
+/**
+ * A worker thread of the SQLite read pool (read-pool.ts): its own read-only connection to the
+ * store's file, so a long search runs here while the main thread (and its one writer
+ * connection) goes on serving. WAL lets this connection read beside the writer.
+ */
+export interface ReadWorkerData {
+  file: string
+  busyTimeoutMs: number
+}
+
+/** One compiled statement: SQL text and its parameters, as Kysely compiles them. */
+export interface ReadQuery {
+  sql: string
+  parameters: readonly unknown[]
+}
+
+const { file, busyTimeoutMs } = workerData as ReadWorkerData
+// readonly + query_only: this connection can never write, whatever SQL it is handed.
+const database = new SQLite(file, { readonly: true, fileMustExist: true })
+database.pragma(`busy_timeout = ${busyTimeoutMs}`)
+database.pragma('query_only = ON')
+const statements = cachingDatabase(database)
+
+/**
+ * Runs the queries in one read transaction: they all see the same committed state (a count and
+ * the page it goes with agree), and that state includes every write acknowledged before.
+ */
+const readAll = database.transaction((queries: readonly ReadQuery[]) =>
+  queries.map(
+    (q) => statements.prepare(q.sql).all(q.parameters as unknown[]) as Record<string, unknown>[],
+  ),
+)
+
+export default function run(queries: readonly ReadQuery[]): Record<string, unknown>[][] {
+  try {
+    return readAll(queries)
+  } catch (e) {
+    // A SqliteError loses its message and code on the way to the main thread: a plain Error
+    // carrying both crosses intact (db-errors.ts reads the code).
+    const { message, code } = e as { message?: string; code?: unknown }
+    throw Object.assign(new Error(message ?? String(e)), typeof code === 'string' ? { code } : {})
+  }
+}
