@@ -107,6 +107,8 @@ export interface DepsOptions {
   accessTokenMaxDays?: number
   /** PostgreSQL bound on each search statement (default 5 s; COFFER_SEARCH_TIMEOUT_MS). */
   searchTimeoutMs?: number
+  /** Tests only: the candidate-set size from which a search counts as broad (search.repo.ts). */
+  searchBroadRows?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -262,6 +264,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       userSchemas,
       options.searchTimeoutMs,
       meter,
+      options.searchBroadRows,
     ),
     blobService: new BlobsService(
       db,

@@ -57,6 +57,8 @@ export interface TestAppOptions {
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /** PostgreSQL bound on each search statement (default: the production one). */
   searchTimeoutMs?: number
+  /** The candidate-set size from which a search counts as broad (1: every search walks). */
+  searchBroadRows?: number
   /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default TEST_HASHING_LIMITS). */
   argon2?: PasswordHasherOptions
   hashingLimits?: HashingLimits
@@ -110,6 +112,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     providers: options.providers ?? NO_PROVIDERS,
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
+    ...(options.searchBroadRows ? { searchBroadRows: options.searchBroadRows } : {}),
     ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
     ...(options.freeSpace ? { freeSpace: options.freeSpace } : {}),
   })

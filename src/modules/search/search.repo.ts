@@ -5,8 +5,10 @@ import type { Executor } from '../../store/executor.js'
 import type { Database, DocumentsTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
 import {
+  type CompiledFilters,
   compileFilters,
   type Dialect,
+  type Driver,
   orderBySql,
   type SetContext,
   sortKeySql,
@@ -52,51 +54,128 @@ interface Target {
   where: RawBuilder<unknown>
   /** The doc_ids to drive from when no filter can (absent: scan the table's searched rows). */
   everything?: RawBuilder<unknown>
+  /**
+   * The index rows under the schema are exactly the searched rows (a vault's documents, every
+   * one readable): a count or a page walk reads the index alone, never the table.
+   */
+  indexOnly: boolean
+  /** A page without a sort may walk the candidates in id order (documents only). */
+  walkable: boolean
 }
 
-/** Counts every match, then reads one sorted page of them. */
+/**
+ * How many rows of a candidate set are counted, at most, to pick the smallest set to drive
+ * from; a set this large or larger is "broad": a page without a sort is then cut by walking in
+ * id order (it fills after a few pages' worth of rows) rather than by sorting every match.
+ */
+export const ESTIMATE_LIMIT = 10_000
+
+type Rows = { rows: Record<string, unknown>[] }
+
+/**
+ * The statements of one search, compiled to SQL with parameters (kysely `sql`), run on one
+ * executor one after the other: bounded estimates of the candidate sets (only when there is a
+ * choice to make), the exact count, then one page.
+ */
 async function run(
   db: Executor,
   ctx: SetContext,
   query: SearchQuery,
   target: Target,
+  broadRows: number,
 ): Promise<{ total: number; rows: Record<string, unknown>[] }> {
   const id = sql.ref(target.idRef)
-  const filters = compileFilters(query, ctx, target.idRef)
-  const driver = filters.driver ?? target.everything
+  const plan = compileFilters(query, ctx)
+  const exec = async (statement: RawBuilder<unknown>) =>
+    ((await statement.execute(db)) as Rows).rows
+  const estimate = async (rows: RawBuilder<unknown>) =>
+    Number(
+      (await exec(sql`select count(*) as n from (${rows} limit ${broadRows}) as e`))[0]?.n ?? 0,
+    )
+
+  // Pick the driver: the smallest candidate set. The searched rows compete when the scope may
+  // make them few (an owner's documents) or no filter can drive.
+  const unsorted = query.sort.length === 0 && target.walkable
+  const choose = plan.drivers.length > 1 || !target.indexOnly || unsorted
+  let best: Driver | undefined = plan.drivers[0]
+  let bestSize = Number.POSITIVE_INFINITY
+  if (choose) {
+    for (const driver of plan.drivers) {
+      const n = await estimate(driver.rows)
+      if (n < bestSize) [best, bestSize] = [driver, n]
+    }
+    if (!target.indexOnly || plan.drivers.length === 0) {
+      const own = target.everything ?? sql`select 1 from ${target.table} where ${target.where}`
+      const n = await estimate(own)
+      if (n < bestSize) [best, bestSize] = [undefined, n]
+    }
+  }
+  const driven = best?.distinct ?? target.everything
+  const where = plan.where(best, target.idRef)
+
+  const count =
+    best && target.indexOnly
+      ? sql`select count(*) as n from (${best.distinct}) as m where ${plan.where(best, 'm.doc_id')}`
+      : driven
+        ? sql`select count(*) as n from (${driven}) as m cross join ${target.table} where ${target.where} and ${id} = m.doc_id and ${where}`
+        : sql`select count(*) as n from ${target.table} where ${target.where} and ${where}`
+  const total = Number((await exec(count))[0]?.n ?? 0)
+
+  const offset = (query.page - 1) * query.perPage
+  if (unsorted && bestSize >= broadRows && (best === undefined || best.walk)) {
+    return { total, rows: await exec(walkPage(target, plan, best, query.perPage, offset)) }
+  }
   // CROSS JOIN keeps the driving set in the outer loop on SQLite (whose planner has no
   // statistics); PostgreSQL plans it as any inner join.
-  const from = driver ? sql`(${driver}) as m cross join ${target.table}` : target.table
-  const where = driver
-    ? sql`${target.where} and ${id} = m.doc_id and ${filters.where}`
-    : sql`${target.where} and ${filters.where}`
+  const from = driven ? sql`(${driven}) as m cross join ${target.table}` : target.table
   const keys = query.sort.map(
     (key, i) => sql`${sortKeySql(ctx, key, target.idRef)} as ${sql.ref(`k${i}`)}`,
   )
   const select = sql.join([target.columns, ...keys])
-  const offset = (query.page - 1) * query.perPage
-  // One after the other: a bounded search runs both on its one connection.
-  const count = await sql<{
-    n: number | string
-  }>`select count(*) as n from ${from} where ${where}`.execute(db)
-  const page = await sql<
-    Record<string, unknown>
-  >`select t.* from (select ${select} from ${from} where ${where}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`.execute(
-    db,
+  const rowWhere = driven
+    ? sql`${target.where} and ${id} = m.doc_id and ${where}`
+    : sql`${target.where} and ${where}`
+  const rows = await exec(
+    sql`select t.* from (select ${select} from ${from} where ${rowWhere}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`,
   )
-  return { total: Number(count.rows[0]?.n ?? 0), rows: page.rows }
+  return { total, rows }
+}
+
+/**
+ * A page of a broad unsorted search, in id order without sorting every match: the driving
+ * filter's index rows walked in doc_id order (the probe index), each checked against the other
+ * filters (and the scope, unless every document is readable) until the page is full; or, with
+ * no driving filter, the documents walked in id order (documents_by_schema_id).
+ */
+function walkPage(
+  target: Target,
+  plan: CompiledFilters,
+  driver: Driver | undefined,
+  perPage: number,
+  offset: number,
+): RawBuilder<unknown> {
+  const limit = sql`limit ${perPage} offset ${offset}`
+  if (!driver?.walk) {
+    return sql`select ${target.columns} from ${target.table} where ${target.where} and ${plan.where(undefined, target.idRef)} order by ${sql.ref(target.idRef)} ${limit}`
+  }
+  const checks = plan.where(driver, 'w.doc_id')
+  const readable = target.indexOnly
+    ? checks
+    : sql`${checks} and exists (select 1 from ${target.table} where ${target.where} and ${sql.ref(target.idRef)} = w.doc_id)`
+  return sql`select ${target.columns} from (${driver.walk(sql`${readable}`)} ${limit}) as m cross join ${target.table} where ${target.where} and ${sql.ref(target.idRef)} = m.doc_id order by ${sql.ref(target.idRef)}`
 }
 
 function runMaybeBounded(
   db: Executor,
-  bound: QueryBound | undefined,
+  p: { bound?: QueryBound | undefined; broadRows?: number | undefined },
   ctx: SetContext,
   query: SearchQuery,
   target: Target,
 ) {
-  return bound
-    ? runBounded(db, bound, (conn) => run(conn, ctx, query, target))
-    : run(db, ctx, query, target)
+  const broadRows = p.broadRows ?? ESTIMATE_LIMIT
+  return p.bound
+    ? runBounded(db, p.bound, (conn) => run(conn, ctx, query, target, broadRows))
+    : run(db, ctx, query, target, broadRows)
 }
 
 const keysOf = (row: Record<string, unknown>, n: number) =>
@@ -113,18 +192,24 @@ export async function searchDocuments(
     query: SearchQuery
     /** Time bound and cancellation (store/bounded-query.ts); absent: unbounded (tools, bench). */
     bound?: QueryBound
+    /** ESTIMATE_LIMIT unless given (tests make every set "broad" with 1). */
+    broadRows?: number
   },
 ): Promise<Page<DocumentHit>> {
   const { accountId, vaultId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'documents'>()
-  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
+  const { total, rows } = await runMaybeBounded(db, p, ctx, p.query, {
     table: sql`documents d`,
     columns: p.query.full
       ? sql`d.account_id, d.vault_id, d.id, d.owner_id, d.schema_id, d.schema_bound, d.content, d.created_at, d.updated_at`
       : sql`d.account_id, d.vault_id, d.id, d.owner_id`,
     idRef: 'd.id',
     where: sql`d.account_id = ${accountId} and d.vault_id = ${vaultId} and d.schema_id = ${schemaId} and ${scopePredicate(eb, p.scopes, 'd.id', 'd.owner_id')}`,
+    // Every document of the vault under the schema, and only those, has its rows under the
+    // schema (the indexer replaces them in the document's own transaction).
+    indexOnly: p.scopes.every((s) => s.all),
+    walkable: true,
   })
   const hits = rows.map((r) => ({
     ...(r as unknown as Omit<DocumentHit, 'keys'>),
@@ -142,12 +227,13 @@ export async function searchUsers(
     scopes: readonly ItemScope[]
     query: SearchQuery
     bound?: QueryBound
+    broadRows?: number
   },
 ): Promise<Page<UserHit>> {
   const { accountId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'users'>()
-  const { total, rows } = await runMaybeBounded(db, p.bound, ctx, p.query, {
+  const { total, rows } = await runMaybeBounded(db, p, ctx, p.query, {
     table: sql`users u`,
     columns: p.query.full
       ? sql`u.account_id, u.id, u.username, u.status, u.attributes`
@@ -155,6 +241,8 @@ export async function searchUsers(
     idRef: 'u.id',
     where: sql`u.account_id = ${accountId} and ${scopePredicate(eb, p.scopes, 'u.id')} and exists (select 1 from search_index where account_id = ${accountId} and schema_id = ${schemaId} and doc_id = u.id and field = ${USER_MARKER_FIELD})`,
     everything: sql`select doc_id from search_index where account_id = ${accountId} and schema_id = ${schemaId} and field = ${USER_MARKER_FIELD}`,
+    indexOnly: false,
+    walkable: false,
   })
   const hits = rows.map((r) => ({
     ...(r as unknown as Omit<UserHit, 'keys'>),

@@ -96,6 +96,8 @@ export class SearchService {
     private readonly userSchemas: UserSchemaService,
     private readonly timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS,
     private readonly meter: Meter = noopMeter,
+    /** Candidate-set size from which a search counts as broad (search.repo.ts). */
+    private readonly broadRows = repo.ESTIMATE_LIMIT,
   ) {}
 
   /** Runs one bounded search query, its stops answered as AppErrors. */
@@ -128,7 +130,10 @@ export class SearchService {
     const scopes = actor.grants.readScopes(['Vault', vaultId, 'Document', ''])
     if (!scopes) throw errors.permissionDenied()
     const { total, hits } = await this.#bounded(signal, (bound) =>
-      repo.searchDocuments(this.db, { accountId, vaultId, schemaId, scopes, query, bound }),
+      repo.searchDocuments(this.db, {
+        ...{ accountId, vaultId, schemaId, scopes, query, bound },
+        broadRows: this.broadRows,
+      }),
     )
     // distance_from: the first geo sort key's value (km in SQL), in the geo filter's unit.
     const geoKey = query.sort.findIndex((k) => k.column === 'geo')
@@ -164,7 +169,10 @@ export class SearchService {
     // Without a user schema nothing is indexed: nobody matches.
     if (!schema) return { documents: [], info: info(query, 0) }
     const { total, hits } = await this.#bounded(signal, (bound) =>
-      repo.searchUsers(this.db, { accountId, schemaId: schema.id, scopes, query, bound }),
+      repo.searchUsers(this.db, {
+        ...{ accountId, schemaId: schema.id, scopes, query, bound },
+        broadRows: this.broadRows,
+      }),
     )
     const documents = await Promise.all(
       hits.map(async (hit) => {

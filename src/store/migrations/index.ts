@@ -14,6 +14,7 @@ import * as m0012 from './0012_shard_ready_keys.js'
 import * as m0013 from './0013_account_settings.js'
 import * as m0014 from './0014_audit_trail.js'
 import * as m0015 from './0015_operations_metering.js'
+import * as m0016 from './0016_search_covering_indexes.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_account_settings': m0013,
   '0014_audit_trail': m0014,
   '0015_operations_metering': m0015,
+  '0016_search_covering_indexes': m0016,
 }
