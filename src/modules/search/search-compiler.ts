@@ -216,7 +216,8 @@ export function compileFilters(query: SearchQuery, ctx: SetContext): CompiledFil
     parts.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`(${sql.join(parts, sql` and `)})`
   const absent = (idRef: string) => negative.map((f) => sql<SqlBool>`not ${has(f, idRef)}`)
 
-  if (query.filterType === 'and') {
+  // One filter means the same under `and` and `or` (the default): it can drive and walk.
+  if (query.filterType === 'and' || query.filters.length <= 1) {
     const drivers = new Map<Driver, Filter>()
     for (const f of positive) {
       drivers.set(
