@@ -194,6 +194,12 @@ export interface CompiledFilters {
    * searched rows), exactly the filters that driver does not already imply.
    */
   where: (driver: Driver | undefined, idRef: string) => RawBuilder<SqlBool>
+  /**
+   * For `and` with a positive filter: the matching doc_ids as one compound SELECT over the
+   * value indexes (`A intersect B … except N …`, set operations without repeats). Counting it
+   * costs the sets' sizes, not a seek per candidate: cheaper when every set is broad.
+   */
+  matches?: RawBuilder<unknown>
 }
 
 /**
@@ -231,7 +237,16 @@ export function compileFilters(query: SearchQuery, ctx: SetContext): CompiledFil
         f,
       )
     }
+    // Compound operators group left to right on both engines: ((A ∩ B) − N1) − N2.
+    const matches =
+      positive.length > 0
+        ? sql.join(
+            [sql.join(positive.map(rowsOf), sql` intersect `), ...negative.map(rowsOf)],
+            sql` except `,
+          )
+        : undefined
     return {
+      ...(matches ? { matches } : {}),
       drivers: [...drivers.keys()],
       where: (driver, idRef) => {
         const drove = driver && drivers.get(driver)

@@ -96,7 +96,8 @@ async function run(
   // Pick the driver: the smallest candidate set. The searched rows compete when the scope may
   // make them few (an owner's documents) or no filter can drive.
   const unsorted = query.sort.length === 0 && target.walkable
-  const choose = plan.drivers.length > 1 || !target.indexOnly || unsorted
+  const choose =
+    plan.drivers.length > 1 || query.filters.length > 1 || !target.indexOnly || unsorted
   let best: Driver | undefined = plan.drivers[0]
   let bestSize = Number.POSITIVE_INFINITY
   if (choose) {
@@ -113,12 +114,16 @@ async function run(
   const driven = best?.distinct ?? target.everything
   const where = plan.where(best, target.idRef)
 
+  // Every candidate set broad: one compound of the sets costs less than a seek per candidate.
+  const compound = query.filters.length > 1 && bestSize >= broadRows && target.indexOnly
   const count =
-    best && target.indexOnly
-      ? sql`select count(*) as n from (${best.distinct}) as m where ${plan.where(best, 'm.doc_id')}`
-      : driven
-        ? sql`select count(*) as n from (${driven}) as m cross join ${target.table} where ${target.where} and ${id} = m.doc_id and ${where}`
-        : sql`select count(*) as n from ${target.table} where ${target.where} and ${where}`
+    compound && plan.matches
+      ? sql`select count(*) as n from (${plan.matches}) as m`
+      : best && target.indexOnly
+        ? sql`select count(*) as n from (${best.distinct}) as m where ${plan.where(best, 'm.doc_id')}`
+        : driven
+          ? sql`select count(*) as n from (${driven}) as m cross join ${target.table} where ${target.where} and ${id} = m.doc_id and ${where}`
+          : sql`select count(*) as n from ${target.table} where ${target.where} and ${where}`
   const total = Number((await exec(count))[0]?.n ?? 0)
 
   const offset = (query.page - 1) * query.perPage
