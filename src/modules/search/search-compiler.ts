@@ -200,6 +200,13 @@ export interface CompiledFilters {
    * costs the sets' sizes, not a seek per candidate: cheaper when every set is broad.
    */
   matches?: RawBuilder<unknown>
+  /**
+   * With a negation and no positive filter driving (`and` of negations only, `or` with one):
+   * the doc_ids of the documents that do NOT match, as a compound SELECT (`and`: N1 ∪ N2 …;
+   * `or`: N1 ∩ N2 … − P1 − P2 …), each a subset of the searched documents. The total is the
+   * documents' count minus its size: two index-only counts, not a seek per document.
+   */
+  excluded?: RawBuilder<unknown>
 }
 
 /**
@@ -245,8 +252,15 @@ export function compileFilters(query: SearchQuery, ctx: SetContext): CompiledFil
             sql` except `,
           )
         : undefined
+    const excluded =
+      positive.length > 0 || negative.length === 0
+        ? undefined
+        : negative.length === 1
+          ? distinctOf(negative[0] as Filter)
+          : sql.join(negative.map(rowsOf), sql` union `)
     return {
       ...(matches ? { matches } : {}),
+      ...(excluded ? { excluded } : {}),
       drivers: [...drivers.keys()],
       where: (driver, idRef) => {
         const drove = driver && drivers.get(driver)
@@ -266,7 +280,16 @@ export function compileFilters(query: SearchQuery, ctx: SetContext): CompiledFil
               : sql.join(positive.map(rowsOf), sql` union `),
         }
       : undefined
+  // Not matching an `or`: no positive and every negated value present, ((N1 ∩ N2) − P1) − P2.
+  const excluded =
+    negative.length > 0
+      ? sql.join(
+          [sql.join(negative.map(rowsOf), sql` intersect `), ...positive.map(rowsOf)],
+          sql` except `,
+        )
+      : undefined
   return {
+    ...(excluded ? { excluded } : {}),
     drivers: union ? [union] : [],
     where: (driver, idRef) => {
       if (driver) return sql<SqlBool>`1 = 1`

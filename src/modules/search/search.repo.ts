@@ -117,13 +117,15 @@ async function run(
   // Every candidate set broad: one compound of the sets costs less than a seek per candidate.
   const compound = query.filters.length > 1 && bestSize >= broadRows && target.indexOnly
   const count =
-    compound && plan.matches
-      ? sql`select count(*) as n from (${plan.matches}) as m`
-      : best && target.indexOnly
-        ? sql`select count(*) as n from (${best.distinct}) as m where ${plan.where(best, 'm.doc_id')}`
-        : driven
-          ? sql`select count(*) as n from (${driven}) as m cross join ${target.table} where ${target.where} and ${id} = m.doc_id and ${where}`
-          : sql`select count(*) as n from ${target.table} where ${target.where} and ${where}`
+    plan.excluded && target.indexOnly && !best
+      ? sql`select (select count(*) from ${target.table} where ${target.where}) - (select count(*) from (${plan.excluded}) as x) as n`
+      : compound && plan.matches
+        ? sql`select count(*) as n from (${plan.matches}) as m`
+        : best && target.indexOnly
+          ? sql`select count(*) as n from (${best.distinct}) as m where ${plan.where(best, 'm.doc_id')}`
+          : driven
+            ? sql`select count(*) as n from (${driven}) as m cross join ${target.table} where ${target.where} and ${id} = m.doc_id and ${where}`
+            : sql`select count(*) as n from ${target.table} where ${target.where} and ${where}`
   const total = Number((await exec(count))[0]?.n ?? 0)
 
   const offset = (query.page - 1) * query.perPage
@@ -140,8 +142,10 @@ async function run(
   const rowWhere = driven
     ? sql`${target.where} and ${id} = m.doc_id and ${where}`
     : sql`${target.where} and ${where}`
+  // MATERIALIZED: each sort key is computed once per candidate (SQLite flattened the subquery
+  // and ran each key's subquery for every place ORDER BY names it).
   const rows = await exec(
-    sql`select t.* from (select ${select} from ${from} where ${rowWhere}) as t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`,
+    sql`with t as materialized (select ${select} from ${from} where ${rowWhere}) select t.* from t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`,
   )
   return { total, rows }
 }
@@ -204,16 +208,23 @@ export async function searchDocuments(
   const { accountId, vaultId, schemaId } = p
   const ctx: SetContext = { accountId, schemaId, dialect: dialectOf(db) }
   const eb = expressionBuilder<Database, 'documents'>()
+  const where = sql`d.account_id = ${accountId} and d.vault_id = ${vaultId} and d.schema_id = ${schemaId} and ${scopePredicate(eb, p.scopes, 'd.id', 'd.owner_id')}`
+  const indexOnly = p.scopes.every((s) => s.all)
   const { total, rows } = await runMaybeBounded(db, p, ctx, p.query, {
     table: sql`documents d`,
     columns: p.query.full
       ? sql`d.account_id, d.vault_id, d.id, d.owner_id, d.schema_id, d.schema_bound, d.content, d.created_at, d.updated_at`
       : sql`d.account_id, d.vault_id, d.id, d.owner_id`,
     idRef: 'd.id',
-    where: sql`d.account_id = ${accountId} and d.vault_id = ${vaultId} and d.schema_id = ${schemaId} and ${scopePredicate(eb, p.scopes, 'd.id', 'd.owner_id')}`,
+    where,
+    // A scoped caller's readable documents as their own set: planned alone, SQLite seeks them
+    // (documents_by_owner_schema) instead of walking the vault in id order to spare a sort.
+    ...(indexOnly
+      ? {}
+      : { everything: sql`select d.id as doc_id from documents d where ${where}` }),
     // Every document of the vault under the schema, and only those, has its rows under the
     // schema (the indexer replaces them in the document's own transaction).
-    indexOnly: p.scopes.every((s) => s.all),
+    indexOnly,
     walkable: true,
   })
   const hits = rows.map((r) => ({

@@ -16,6 +16,11 @@ type Db = Kysely<any>
  *   value_lower.
  * - `documents_by_schema_id` (account, vault, schema, id): a vault's documents under a schema in
  *   id order, for a page without a sort or filter; it replaces 0002's `documents_by_schema`.
+ * - `documents_by_owner_schema` (account, vault, owner, schema): an owner-scoped caller's
+ *   documents under the schema; it replaces 0002's `documents_by_owner` (its prefix), which
+ *   SQLite (no statistics) passed over for documents_by_schema_id, reading the whole vault. It
+ *   leaves out `id` on purpose: covering, SQLite preferred it on its (account, vault) prefix
+ *   over the 4-column seek of documents_by_schema_id when joining a match to its document.
  * Creating an index fills it from the existing rows: no other backfill is needed.
  */
 const VALUE_INDEXES = [
@@ -45,6 +50,11 @@ export async function up(db: Db): Promise<void> {
     .on('documents')
     .columns(['account_id', 'vault_id', 'schema_id', 'id'])
     .execute()
+  await db.schema
+    .createIndex('documents_by_owner_schema')
+    .on('documents')
+    .columns(['account_id', 'vault_id', 'owner_id', 'schema_id'])
+    .execute()
   for (const old of [
     'search_index_text',
     'search_index_lower',
@@ -52,6 +62,7 @@ export async function up(db: Db): Promise<void> {
     'search_index_geo',
     'search_index_sort',
     'documents_by_schema',
+    'documents_by_owner',
   ]) {
     await db.schema.dropIndex(old).execute()
   }
@@ -89,6 +100,12 @@ export async function down(db: Db): Promise<void> {
     .on('documents')
     .columns(['account_id', 'vault_id', 'schema_id'])
     .execute()
+  await db.schema
+    .createIndex('documents_by_owner')
+    .on('documents')
+    .columns(['account_id', 'vault_id', 'owner_id'])
+    .execute()
+  await db.schema.dropIndex('documents_by_owner_schema').execute()
   for (const [name] of VALUE_INDEXES) await db.schema.dropIndex(name).execute()
   await db.schema.dropIndex('search_index_probe').execute()
   await db.schema.dropIndex('documents_by_schema_id').execute()
