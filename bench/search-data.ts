@@ -41,6 +41,7 @@ import {
   type SearchQueryDef,
   STATUSES,
   TAGS,
+  usesOn,
 } from './search-queries.js'
 
 type Dialect = 'sqlite' | 'postgres'
@@ -493,7 +494,11 @@ export async function explainQueries(
       statements.push({ role, ms, sql: compiled.sql, plan })
     }
     const text = statements.flatMap((st) => st.plan).join('\n')
-    plans.push({ key: q.key, statements, missing: q.uses.filter((name) => !text.includes(name)) })
+    plans.push({
+      key: q.key,
+      statements,
+      missing: usesOn(q, dialect).filter((name) => !text.includes(name)),
+    })
   }
   return plans
 }
