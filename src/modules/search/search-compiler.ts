@@ -319,12 +319,13 @@ export function sortKeySql(ctx: SetContext, key: SortKey, idRef: string): RawBui
   return sql`(select ${agg}(${value}) filter (where true) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
 }
 
-/** ORDER BY of the sorted, aliased keys `t.k0…`: missing values last both ways, then by id. */
-export function orderBySql(sort: readonly SortKey[]): RawBuilder<unknown> {
-  const terms = sort.flatMap((key, i) => {
-    const k = sql.ref(`t.k${i}`)
-    return [sql`case when ${k} is null then 1 else 0 end`, sql`${k} ${sql.raw(key.direction)}`]
-  })
-  terms.push(sql`t.id`)
+/**
+ * ORDER BY of the sort keys, named by their output aliases `k0…` (bare, so that neither engine
+ * computes a key twice: an expression over an alias made SQLite run the key's subquery again
+ * for each place it appeared): missing values last both ways, then by id.
+ */
+export function orderBySql(sort: readonly SortKey[], idRef: string): RawBuilder<unknown> {
+  const terms = sort.map((key, i) => sql`${sql.ref(`k${i}`)} ${sql.raw(key.direction)} nulls last`)
+  terms.push(sql`${sql.ref(idRef)}`)
   return sql.join(terms)
 }

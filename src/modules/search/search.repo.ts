@@ -142,10 +142,8 @@ async function run(
   const rowWhere = driven
     ? sql`${target.where} and ${id} = m.doc_id and ${where}`
     : sql`${target.where} and ${where}`
-  // MATERIALIZED: each sort key is computed once per candidate (SQLite flattened the subquery
-  // and ran each key's subquery for every place ORDER BY names it).
   const rows = await exec(
-    sql`with t as materialized (select ${select} from ${from} where ${rowWhere}) select t.* from t order by ${orderBySql(query.sort)} limit ${query.perPage} offset ${offset}`,
+    sql`select ${select} from ${from} where ${rowWhere} order by ${orderBySql(query.sort, target.idRef)} limit ${query.perPage} offset ${offset}`,
   )
   return { total, rows }
 }
