@@ -156,7 +156,8 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
         filter_type: 'and',
         filter: { status: { type: 'eq', value: 'active' }, age: ageRange },
       },
-      uses: [TEXT, NUM, PROBE],
+      // PostgreSQL may hash-join the two sets rather than probe one candidate at a time.
+      uses: { sqlite: [TEXT, NUM, PROBE], postgres: [TEXT, NUM] },
     },
     {
       // Every document is a candidate and carries one string key: sorting costs one index seek
@@ -203,7 +204,10 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
       key: 'owner',
       label: 'eq status, owner-scoped caller ($[Owner=self])',
       option: { ...base, filter: { status: { type: 'eq', value: 'active' } } },
-      uses: ['documents_by_owner_schema', PROBE],
+      uses: {
+        sqlite: ['documents_by_owner_schema', PROBE],
+        postgres: ['documents_by_owner_schema'],
+      },
       caller: 'owner',
     },
     {
