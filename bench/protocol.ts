@@ -62,7 +62,8 @@ export interface SearchStorage {
 
 /** One SQL statement a search ran, timed on its own and explained (bench/search-data.ts). */
 export interface SearchStatement {
-  role: 'count' | 'page'
+  /** estimate: a bounded count that picks the driving set (search.repo.ts). */
+  role: 'estimate' | 'count' | 'page'
   ms: number
   sql: string
   plan: string[]
@@ -71,6 +72,8 @@ export interface SearchStatement {
 export interface SearchPlan {
   key: string
   statements: SearchStatement[]
+  /** Indexes the query's plans must name but do not (SearchQueryDef.uses): a failed scenario. */
+  missing: string[]
 }
 
 /** A Coffer server whose one vault holds `documents` documents under one schema. */
@@ -79,6 +82,10 @@ export interface SearchServerInfo {
   port: number
   dialect: 'sqlite' | 'postgres'
   adminApiKey: string
+  /** The owner-scoped user's API key (SearchQueryDef.caller 'owner'). */
+  ownerApiKey: string
+  /** Documents in the second vault of the same account beside the measured one (0: none). */
+  secondVaultDocuments: number
   vaultId: string
   schemaId: string
   /** The name of one document (the control query matches it alone). */
@@ -121,6 +128,8 @@ export const ENV = {
   s3Bucket: 'COFFER_BENCH_S3_BUCKET',
   /** The search child: how many documents to put in its vault. */
   searchDocuments: 'COFFER_BENCH_SEARCH_DOCUMENTS',
+  /** The search child: documents in a second vault beside it (scoping is exercised; 0: none). */
+  searchSecondVault: 'COFFER_BENCH_SEARCH_SECOND_VAULT',
   /** The Coffer child: `off` lifts the login limits so every flood request reaches argon2. */
   loginLimits: 'COFFER_BENCH_LOGIN_LIMITS',
   /** The Coffer child: `off` runs it without the audit trail (the audit on/off pair). */

@@ -35,11 +35,13 @@ import type { SearchPlan, SearchPopulation, SearchStatement, SearchStorage } fro
 import {
   GEO_BOX_KM,
   GEO_CENTER,
+  OWNED_EVERY,
   POPULATE,
   SEARCH_SCHEMA,
   type SearchQueryDef,
   STATUSES,
   TAGS,
+  usesOn,
 } from './search-queries.js'
 
 type Dialect = 'sqlite' | 'postgres'
@@ -106,6 +108,8 @@ export interface SearchTarget {
   schemaId: string
   /** The schema's fields as the app stored them (what its indexer reads). */
   fields: SchemaField[]
+  /** The owner-scoped user: owns every OWNED_EVERY-th document, reads only those. */
+  owner: { id: string; apiKey: string }
 }
 
 /** The vault and its schema, through the public API (before listening). */
@@ -114,6 +118,7 @@ export async function createSearchTarget(
   db: Executor,
   adminApiKey: string,
   accountId: string,
+  vaultName = 'bench-search',
 ): Promise<SearchTarget> {
   const authorization = `Basic ${Buffer.from(`${adminApiKey}:`).toString('base64')}`
   const call = async (url: string, payload: object, form = false) => {
@@ -135,10 +140,22 @@ export async function createSearchTarget(
     }
     return res.json() as Record<string, unknown>
   }
-  const vault = (await call('/v1/vaults', { name: 'bench-search' })).vault as { id: string }
+  const vault = (await call('/v1/vaults', { name: vaultName })).vault as { id: string }
   const schemaB64 = Buffer.from(JSON.stringify(SEARCH_SCHEMA)).toString('base64')
   const created = await call(`/v1/vaults/${vault.id}/schemas`, { schema: schemaB64 }, true)
   const schemaId = (created.schema as { id: string }).id
+  const policy = [
+    {
+      Resources: [`Vault::${vault.id}::Search::`, `Vault::${vault.id}::Document::$[Owner=self]`],
+      Activities: 'R',
+    },
+  ]
+  const policyB64 = Buffer.from(JSON.stringify(policy)).toString('base64')
+  const group = (await call('/v1/groups', { name: `owners-${vault.id}`, policy: policyB64 }, true))
+    .group as { id: string }
+  const user = (
+    await call('/v1/users', { username: `owner-${vault.id}`, group_ids: group.id }, true)
+  ).user as { id: string; api_key: string }
   const row = await db
     .selectFrom('schemas')
     .select('fields')
@@ -146,7 +163,13 @@ export async function createSearchTarget(
     .where('vault_id', '=', vault.id)
     .where('id', '=', schemaId)
     .executeTakeFirstOrThrow()
-  return { accountId, vaultId: vault.id, schemaId, fields: JSON.parse(row.fields) as SchemaField[] }
+  return {
+    accountId,
+    vaultId: vault.id,
+    schemaId,
+    fields: JSON.parse(row.fields) as SchemaField[],
+    owner: { id: user.id, apiKey: user.api_key },
+  }
 }
 
 type Row = DocumentsTable | SearchIndexTable
@@ -254,7 +277,7 @@ export async function populate(
         account_id: accountId,
         vault_id: vaultId,
         id: ids[i] as string,
-        owner_id: null,
+        owner_id: (done + i) % OWNED_EVERY === 0 ? target.owner.id : null,
         schema_id: schemaId,
         schema_bound: 1,
         content: sealed[i] as string,
@@ -433,13 +456,20 @@ export async function explainQueries(
     ownerIds: new Set<string>(),
     anyOwner: false,
   }
+  // What the owner-scoped caller's grants resolve to (the policy of createSearchTarget).
+  const ownDocuments = {
+    all: false,
+    ids: new Set<string>(),
+    ownerIds: new Set([target.owner.id]),
+    anyOwner: false,
+  }
   for (const q of queries) {
     const capture = new CaptureQueries()
     await searchDocuments(db.withPlugin(capture), {
       accountId: target.accountId,
       vaultId: target.vaultId,
       schemaId: target.schemaId,
-      scopes: [everything],
+      scopes: [q.caller === 'owner' ? ownDocuments : everything],
       query: resolveSearch(parseOptionShape(q.option, 'vault'), target.fields),
     })
     const statements: SearchStatement[] = []
@@ -456,10 +486,19 @@ export async function explainQueries(
         dialect === 'sqlite'
           ? sqlitePlan(rows as { id: number; parent: number; detail: string }[])
           : rows.map((r) => String(r['QUERY PLAN']))
-      const role = /^select count\(\*\)/i.test(compiled.sql.trim()) ? 'count' : 'page'
+      const role = /limit \S+\) as e$/i.test(compiled.sql.trim())
+        ? 'estimate'
+        : /^select count\(\*\)/i.test(compiled.sql.trim())
+          ? 'count'
+          : 'page'
       statements.push({ role, ms, sql: compiled.sql, plan })
     }
-    plans.push({ key: q.key, statements })
+    const text = statements.flatMap((st) => st.plan).join('\n')
+    plans.push({
+      key: q.key,
+      statements,
+      missing: usesOn(q, dialect).filter((name) => !text.includes(name)),
+    })
   }
   return plans
 }

@@ -78,7 +78,28 @@ export interface SearchQueryDef {
   label: string
   /** The search option (sent as base64 JSON in the form field `search_option`). */
   option: Record<string, unknown>
+  /**
+   * The indexes its statements' plans must name, on both databases (docs/search.md, "Indexes
+   * and plans"): a plan that stops using one fails the scenario.
+   */
+  uses: readonly string[] | { sqlite: readonly string[]; postgres: readonly string[] }
+  /** Who searches: the admin (reads everything), or the owner-scoped user (`$[Owner=self]`). */
+  caller?: 'owner'
 }
+
+/**
+ * Every OWNED_EVERY-th document is owned by the bench's owner-scoped user (1 %); the others
+ * have no owner. That user's group grants R on the vault's Search and on
+ * `Document::$[Owner=self]` only.
+ */
+export const OWNED_EVERY = 100
+
+/** The indexes of migration 0016 (src/store/migrations/0016_search_covering_indexes.ts). */
+const TEXT = 'search_index_text_doc'
+const LOWER = 'search_index_lower_doc'
+const NUM = 'search_index_num_doc'
+const GEO = 'search_index_geo_box'
+const PROBE = 'search_index_probe'
 
 /**
  * The measured queries, in run order. `controlName` is the name of one generated document: an
@@ -92,16 +113,19 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
       key: 'eq',
       label: 'eq status (1 of 10 values)',
       option: { ...base, filter: { status: { type: 'eq', value: 'active' } } },
+      uses: [TEXT],
     },
     {
       key: 'range',
       label: 'range age 30..40',
       option: { ...base, filter: { age: ageRange } },
+      uses: [NUM],
     },
     {
       key: 'wildcard',
       label: 'wildcard name ab*',
       option: { ...base, filter: { name: { type: 'wildcard', value: 'ab*' } } },
+      uses: [TEXT],
     },
     {
       key: 'in',
@@ -110,6 +134,7 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
         ...base,
         filter: { age: { type: 'in', value: [5, 15, 25, 35, 45, 55, 65, 75, 85, 95] } },
       },
+      uses: [NUM],
     },
     {
       key: 'geo',
@@ -121,6 +146,7 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
         },
         sort: [{ loc: 'asc' }],
       },
+      uses: [GEO, PROBE],
     },
     {
       key: 'and',
@@ -130,6 +156,8 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
         filter_type: 'and',
         filter: { status: { type: 'eq', value: 'active' }, age: ageRange },
       },
+      // PostgreSQL may hash-join the two sets rather than probe one candidate at a time.
+      uses: { sqlite: [TEXT, NUM, PROBE], postgres: [TEXT, NUM] },
     },
     {
       // Every document is a candidate and carries one string key: sorting costs one index seek
@@ -141,14 +169,59 @@ export function searchQueries(schemaId: string, controlName: string): SearchQuer
         filter: { age: { type: 'range', value: { gte: 0 } } },
         sort: [{ name: 'asc' }],
       },
+      uses: [NUM, PROBE],
+    },
+    {
+      key: 'not',
+      label: 'not status (9 of 10 values)',
+      option: { ...base, filter: { status: { type: 'not', value: 'active' } } },
+      // PostgreSQL may probe through search_index_by_doc (account, doc_id) in its anti-join.
+      uses: { sqlite: ['documents_by_schema_id', PROBE], postgres: ['documents_by_schema_id'] },
+    },
+    {
+      key: 'not_in',
+      label: 'not_in status (2 of 10 values out)',
+      option: { ...base, filter: { status: { type: 'not_in', value: ['active', 'closed'] } } },
+      // PostgreSQL may probe through search_index_by_doc (account, doc_id) in its anti-join.
+      uses: { sqlite: ['documents_by_schema_id', PROBE], postgres: ['documents_by_schema_id'] },
+    },
+    {
+      key: 'sort2',
+      label: 'range age 30..40, sort by status asc, age desc',
+      option: { ...base, filter: { age: ageRange }, sort: [{ status: 'asc' }, { age: 'desc' }] },
+      uses: [NUM, PROBE],
+    },
+    {
+      key: 'ci',
+      label: 'eq status, case_sensitive false',
+      option: {
+        ...base,
+        filter: { status: { type: 'eq', value: 'ACTIVE', case_sensitive: false } },
+      },
+      uses: [LOWER],
+    },
+    {
+      key: 'owner',
+      label: 'eq status, owner-scoped caller ($[Owner=self])',
+      option: { ...base, filter: { status: { type: 'eq', value: 'active' } } },
+      uses: {
+        sqlite: ['documents_by_owner_schema', PROBE],
+        postgres: ['documents_by_owner_schema'],
+      },
+      caller: 'owner',
     },
     {
       key: 'control',
       label: 'control: eq name (1 match)',
       option: { ...base, filter: { name: { type: 'eq', value: controlName } } },
+      uses: [TEXT],
     },
   ]
 }
+
+/** The indexes a query's plans must name on this database. */
+export const usesOn = (def: SearchQueryDef, dialect: 'sqlite' | 'postgres'): readonly string[] =>
+  Array.isArray(def.uses) ? def.uses : (def.uses as Record<typeof dialect, string[]>)[dialect]
 
 /** The form body of a search request. */
 export function searchBody(option: Record<string, unknown>): string {

@@ -9,7 +9,13 @@ import { envNumber, type Load, runScenario } from './load.js'
 import type { SearchPlan, SearchServerInfo } from './protocol.js'
 import { formatProblems, isBroken, type Measurement, markdownTable } from './report.js'
 import type { Scenario } from './scenarios.js'
-import { POPULATE, type SearchQueryDef, searchBody, searchQueries } from './search-queries.js'
+import {
+  OWNED_EVERY,
+  POPULATE,
+  type SearchQueryDef,
+  searchBody,
+  searchQueries,
+} from './search-queries.js'
 import {
   formatStallLine,
   runStallScenario,
@@ -37,6 +43,22 @@ const DEFAULT_MAX_DURATION_S = 60
 /** BENCH_SEARCH_MAX_DURATION: the longest load for one query, in seconds. */
 export function searchMaxDurationS(): number {
   return envNumber('BENCH_SEARCH_MAX_DURATION', DEFAULT_MAX_DURATION_S, false)
+}
+
+/**
+ * BENCH_SEARCH_SECOND_VAULT: documents in a second vault of the same account beside the
+ * measured one (`same`: as many as the measured vault; default 0, none), so that the account
+ * and vault scoping of every index is exercised (issue 14: 1M beside 1M).
+ */
+export function searchSecondVault(documents: number): number {
+  const raw = (process.env.BENCH_SEARCH_SECOND_VAULT ?? '').trim()
+  if (raw === '') return 0
+  if (raw === 'same') return documents
+  const n = Number(raw.replace(/_/g, ''))
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new Error(`BENCH_SEARCH_SECOND_VAULT takes a count or "same" (got ${raw})`)
+  }
+  return n
 }
 
 /** BENCH_SEARCH_SIZES: comma-separated document counts (`_` allowed), ascending. */
@@ -148,10 +170,12 @@ export async function runSearchBench(
     const started = performance.now()
     let server: Awaited<ReturnType<typeof startSearchServer>>
     try {
+      const beside = searchSecondVault(documents)
       server = await startSearchServer(
         documents,
         pgUrl,
-        START_BASE_MS + START_MS_PER_DOCUMENT * documents,
+        START_BASE_MS + START_MS_PER_DOCUMENT * (documents + beside),
+        beside,
       )
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
@@ -172,10 +196,10 @@ export async function runSearchBench(
       process.stderr.write(
         `  populated in ${(p.totalMs / 1000).toFixed(1)} s (seal ${(p.sealMs / 1000).toFixed(1)} s, insert ${(p.insertMs / 1000).toFixed(1)} s), ${mb(info.storage.totalBytes)}\n`,
       )
-      const headers = {
-        authorization: basic(info.adminApiKey),
+      const headersOf = (def: SearchQueryDef) => ({
+        authorization: basic(def.caller === 'owner' ? info.ownerApiKey : info.adminApiKey),
         'content-type': 'application/x-www-form-urlencoded',
-      }
+      })
       const scenarios = searchQueries(info.schemaId, info.controlName).map(
         (def): [SearchQueryDef, Scenario] => [
           def,
@@ -184,7 +208,7 @@ export async function runSearchBench(
             server: 'coffer',
             method: 'POST',
             path: `/v1/vaults/${info.vaultId}/search`,
-            headers,
+            headers: headersOf(def),
             body: searchBody(def.option),
           },
         ],
@@ -251,10 +275,14 @@ export function formatSearchLine(size: number, q: SearchQueryResult): string {
   ].join('  ')
 }
 
+/** Failed: a child that did not start, a broken load, or a plan that lost one of its indexes. */
 export function searchBroken(results: readonly SearchSizeResult[]): string[] {
   return results.flatMap((r) => [
     ...(r.error !== undefined ? [`search @ ${r.documents} (${r.error})`] : []),
     ...r.queries.filter((q) => isBroken(q.m)).map((q) => q.m.scenario.name),
+    ...(r.info?.plans ?? [])
+      .filter((p) => p.missing.length > 0)
+      .map((p) => `search ${p.key} @ ${r.documents}: plan no longer uses ${p.missing.join(', ')}`),
   ])
 }
 
@@ -321,8 +349,15 @@ function resultsTable(results: readonly SearchSizeResult[]): string[] {
     for (const r of results) {
       const q = r.queries.find((x) => x.def.key === def.key)
       const plan = r.info?.plans.find((p) => p.key === def.key)
-      const ms = (role: 'count' | 'page') =>
-        fixed(plan?.statements.find((s) => s.role === role)?.ms, 1)
+      const ms = (role: 'estimate' | 'count' | 'page') => {
+        const timed = plan?.statements.filter((s) => s.role === role) ?? []
+        return timed.length === 0
+          ? '-'
+          : fixed(
+              timed.reduce((sum, s) => sum + s.ms, 0),
+              1,
+            )
+      }
       rows.push([
         def.label,
         count(r.documents),
@@ -331,10 +366,12 @@ function resultsTable(results: readonly SearchSizeResult[]): string[] {
         q ? fixed(q.m.reqPerSec, 1) : '-',
         q ? fixed(q.m.p50Ms, 2) : '-',
         q ? fixed(q.m.p99Ms, 2) : '-',
+        ms('estimate'),
         ms('count'),
         ms('page'),
         q ? `${count(q.m.requests)} in ${q.durationS} s` : '-',
         q ? `${q.m.non2xx}${isBroken(q.m) ? ' **BROKEN**' : ''}` : '-',
+        plan ? (plan.missing.length > 0 ? `**LOST ${plan.missing.join(', ')}**` : 'ok') : '-',
       ])
     }
   }
@@ -347,12 +384,14 @@ function resultsTable(results: readonly SearchSizeResult[]): string[] {
       'req/s',
       'p50 ms',
       'p99 ms',
+      'estimate SQL ms',
       'count SQL ms',
       'page SQL ms',
       'measured',
       'non-2xx',
+      'plan',
     ],
-    [false, true, true, true, true, true, true, true, true, true, true],
+    [false, true, true, true, true, true, true, true, true, true, true, true, false],
     rows,
   )
 }
@@ -449,7 +488,7 @@ function plansSection(results: readonly SearchSizeResult[]): string[] {
   const lines = [
     `## Query plans at ${count(large.documents)} documents`,
     '',
-    `Each search runs two statements (the total, then one sorted page). Captured from the app's own repository code (searchDocuments, admin scopes), each timed once on its own and explained (${large.info.dialect === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'}).`,
+    `Each search runs its bounded estimates (which candidate set drives; absent when there is no choice), the total, then one page (src/modules/search/search.repo.ts). Captured from the app's own repository code (searchDocuments, admin scopes or the owner's), each timed once on its own and explained (${large.info.dialect === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN'}). Each query names the indexes its plans must use (bench/search-queries.ts, \`uses\`); a plan without one fails the run.`,
     '',
   ]
   for (const plan of large.info.plans) {
@@ -463,8 +502,9 @@ function plansSection(results: readonly SearchSizeResult[]): string[] {
           ),
       )
       .map((r) => count(r.documents))
+    const lost = plan.missing.length > 0 ? ` — **LOST ${plan.missing.join(', ')}**` : ''
     lines.push(
-      `### ${plan.key}${differs.length ? ` (plan differs at ${differs.join(', ')})` : ''}`,
+      `### ${plan.key}${differs.length ? ` (plan differs at ${differs.join(', ')})` : ''}${lost}`,
       '',
     )
     for (const st of plan.statements) {
@@ -495,12 +535,12 @@ export function searchMarkdown(run: SearchRunInfo, results: readonly SearchSizeR
     '# Coffer bench: search',
     '',
     `${run.date.toISOString()}, Node ${run.node}, ${run.cpus} CPUs, database ${run.database}.`,
-    `Each query: ${run.warmupS} s warm-up, then ${run.durationS} s with ${run.connections} connections (autocannon, 127.0.0.1, server in a child process), POST /v1/vaults/{v}/search with the admin API key, \`search_option\` as base64 JSON in a form field, per_page 100, full_document false (nothing is decrypted).`,
+    `Each query: ${run.warmupS} s warm-up, then ${run.durationS} s with ${run.connections} connections (autocannon, 127.0.0.1, server in a child process), POST /v1/vaults/{v}/search with the admin API key (the \`owner\` query: the owner-scoped user's), \`search_option\` as base64 JSON in a form field, per_page 100, full_document false (nothing is decrypted).`,
     'Numbers from a shared machine are noisy; compare within one run.',
     '',
     '## Data',
     '',
-    'One vault, one schema: `status` (string, 10 values, uniform), `age` (integer 0-99), `name` (two words of 4-9 random lowercase letters), `tags` (1-3 of 20 strings), `joined` (date, 2010-2025), `loc` (geo_point, uniform in a 300 km x 300 km box). Generated from a fixed seed.',
+    `One vault, one schema${first?.secondVaultDocuments ? ` (and a second vault of ${count(first.secondVaultDocuments)} documents under its own schema beside it, BENCH_SEARCH_SECOND_VAULT)` : ''}: \`status\` (string, 10 values, uniform), \`age\` (integer 0-99), \`name\` (two words of 4-9 random lowercase letters), \`tags\` (1-3 of 20 strings), \`joined\` (date, 2010-2025), \`loc\` (geo_point, uniform in a 300 km x 300 km box). Generated from a fixed seed. Every ${OWNED_EVERY}th document is owned by the owner-scoped user (its group: R on the vault's Search and on \`Document::$[Owner=self]\`).`,
     `Written straight to the database by the server child before it listens: the vault and schema through the API; each document's content sealed with the real keyring (AES-256-GCM, bound to its vault and id, one encryption per document, as the documents service does); its index rows from \`indexValues\` over the schema's stored fields; batched multi-row INSERTs (${count(POPULATE.documentRowsPerInsert)} documents or ${count(POPULATE.indexRowsPerInsert)} index rows per statement, compiled by Kysely), one transaction per ${count(POPULATE.docsPerTransaction)} documents. Two documents per N are then checked through the API: read back (decrypted) and re-indexed (POST …/reindex leaves their index rows unchanged).`,
     first?.dialect === 'sqlite'
       ? `SQLite: the page cache is raised to ${POPULATE.sqliteCacheMiB} MiB while populating only and restored (better-sqlite3’s default, 16 MB) for the measurements; the WAL is checkpointed (TRUNCATE) after. No ANALYZE: the app never runs it. Database size = file + WAL; the per-table sizes come from dbstat.`
@@ -512,7 +552,7 @@ export function searchMarkdown(run: SearchRunInfo, results: readonly SearchSizeR
     '',
     '## Results',
     '',
-    `matches = data.info.total_result_count; alone ms = one request on an idle server (the faster of two, after one round of every query); count / page SQL ms = the two statements of one search, each timed once in the child before the load; measured = completed requests and the load's length (BENCH_DURATION, or ${SLOW_ROUNDS} x connections x alone ms for slow queries, at most BENCH_SEARCH_MAX_DURATION = ${run.maxDurationS} s: with ${run.connections} connections on one SQLite connection each request waits for the others, so at 1M documents no request would finish within 5 s). The server is idle (its CPU, and on PostgreSQL its sessions) before each pre-flight and after each warm-up.`,
+    `matches = data.info.total_result_count; alone ms = one request on an idle server (the faster of two, after one round of every query); estimate / count / page SQL ms = the statements of one search (estimates summed), each timed once in the child before the load; plan = whether every index the query must use is in its plans; measured = completed requests and the load's length (BENCH_DURATION, or ${SLOW_ROUNDS} x connections x alone ms for slow queries, at most BENCH_SEARCH_MAX_DURATION = ${run.maxDurationS} s: with ${run.connections} connections on one SQLite connection each request waits for the others, so at 1M documents no request would finish within 5 s). The server is idle (its CPU, and on PostgreSQL its sessions) before each pre-flight and after each warm-up.`,
     '',
     ...resultsTable(results),
     '',

@@ -193,6 +193,20 @@ async function startSearch(): Promise<Running> {
   const admin = await deps.accounts.createWithAdmin()
   const app = await buildApp(deps, { logger: false })
   const log = (line: string) => process.stderr.write(`${line}\n`)
+  // The second vault first, so the measured one's rows are the newer ones in every index.
+  const second = Number(process.env[ENV.searchSecondVault] ?? 0)
+  if (!Number.isSafeInteger(second) || second < 0)
+    throw new Error(`${ENV.searchSecondVault} must be >= 0`)
+  if (second > 0) {
+    const beside = await createSearchTarget(
+      app,
+      store.db,
+      admin.api_key,
+      admin.account_id,
+      'bench-beside',
+    )
+    await populate(store.db, store.dialect, deps.keyring, beside, second, log)
+  }
   const target = await createSearchTarget(app, store.db, admin.api_key, admin.account_id)
   const populated = await populate(store.db, store.dialect, deps.keyring, target, n, log)
   await verifySamples(app, store.db, admin.api_key, target, populated)
@@ -215,6 +229,8 @@ async function startSearch(): Promise<Running> {
       port: portOf(app),
       dialect: store.dialect,
       adminApiKey: admin.api_key,
+      ownerApiKey: target.owner.apiKey,
+      secondVaultDocuments: second,
       vaultId: target.vaultId,
       schemaId: target.schemaId,
       controlName: populated.controlName,

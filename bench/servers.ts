@@ -96,13 +96,18 @@ export async function startSearchServer(
   documents: number,
   pgUrl: string | undefined,
   startTimeoutMs: number,
+  secondVaultDocuments = 0,
 ): Promise<ServerHandle<SearchServerInfo> & { settle(): Promise<void> }> {
   // On PostgreSQL the work of abandoned requests goes on in the server's sessions: they are
   // found by this application_name (node-postgres reads PGAPPNAME).
   const appName = `coffer_bench_${randomBytes(6).toString('hex')}`
   const handle = await startWithDatabase<SearchServerInfo>(
     'search',
-    { [ENV.searchDocuments]: String(documents), ...(pgUrl ? { PGAPPNAME: appName } : {}) },
+    {
+      [ENV.searchDocuments]: String(documents),
+      [ENV.searchSecondVault]: String(secondVaultDocuments),
+      ...(pgUrl ? { PGAPPNAME: appName } : {}),
+    },
     pgUrl,
     startTimeoutMs,
   )

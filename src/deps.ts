@@ -118,6 +118,8 @@ export interface DepsOptions {
    * beyond them (default defaultSearchLimits; COFFER_SEARCH_CONCURRENCY, COFFER_SEARCH_QUEUE).
    */
   searchLimits?: Partial<SearchLimits>
+  /** Tests only: the candidate-set size from which a search counts as broad (search.repo.ts). */
+  searchBroadRows?: number
   /** Told (never with secrets) when a reset email could not be sent; its caller never is. */
   onResetEmailError?: (error: unknown, context: { flowId: string }) => void
   /**
@@ -330,6 +332,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
       options.searchTimeoutMs,
       meter,
       searchReads,
+      options.searchBroadRows,
     ),
     blobService,
     policySimulator: new PolicySimulatorService(

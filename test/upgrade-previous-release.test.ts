@@ -13,6 +13,7 @@ import { join } from 'node:path'
  *   per-address login window.
  */
 import Database from 'better-sqlite3'
+import { sql } from 'kysely'
 import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -339,6 +340,82 @@ function upgradeSuite(folder: string): void {
       expect(await progress()).toEqual({ state: 'done', documents_done: n, documents_total: n })
       // Back as it was, for the tests after this one.
       expect((await put(schema.fields)).status).toBe(200)
+    })
+
+    it('searches through the covering indexes of migration 0016: unsorted, negated and combined, totals exact', async () => {
+      const auth = basic(fixture.bootstrap.api_key)
+      const docs = fixture.vault.documents
+      const search = async (option: Record<string, unknown>) => {
+        const res = await call('POST', `/v1/vaults/${fixture.vault.id}/search`, {
+          auth,
+          form: { search_option: b64({ ...option, schema_id: fixture.vault.schemaId }) },
+        })
+        expect(res.status, res.body).toBe(200)
+        const data = res.json().data
+        return {
+          ids: data.documents.map((h: { document_id: string }) => h.document_id) as string[],
+          total: data.info.total_result_count as number,
+        }
+      }
+      const byId = (list: typeof docs) => list.map((d) => d.id).sort()
+      const first = docs[0] as (typeof docs)[number]
+      // Unsorted pages come in id order.
+      expect(await search({ filter: { name: { type: 'eq', value: first.content.name } } })).toEqual(
+        {
+          ids: byId(docs.filter((d) => d.content.name === first.content.name)),
+          total: docs.filter((d) => d.content.name === first.content.name).length,
+        },
+      )
+      const notFirst = docs.filter((d) => d.content.name !== first.content.name)
+      expect(
+        await search({ filter: { name: { type: 'not', value: first.content.name } } }),
+      ).toEqual({ ids: byId(notFirst), total: notFirst.length })
+      const both = docs.filter((d) => d.content.age >= 30 && d.content.name !== first.content.name)
+      expect(
+        await search({
+          filter_type: 'and',
+          filter: {
+            age: { type: 'range', value: { gte: 30 } },
+            name: { type: 'not', value: first.content.name },
+          },
+        }),
+      ).toEqual({ ids: byId(both), total: both.length })
+      const ci = docs.filter(
+        (d) => d.content.name.toLowerCase() === first.content.name.toLowerCase(),
+      )
+      expect(
+        await search({
+          filter: {
+            name: { type: 'eq', value: first.content.name.toUpperCase(), case_sensitive: false },
+          },
+        }),
+      ).toEqual({ ids: byId(ci), total: ci.length })
+      // The indexes the search now names exist; the ones 0016 replaced are gone.
+      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      try {
+        const indexes =
+          testDialect === 'postgres'
+            ? await sql<{ name: string }>`select indexname as name from pg_indexes
+                where schemaname = current_schema()`.execute(store.db)
+            : await sql<{ name: string }>`select name from sqlite_master
+                where type = 'index'`.execute(store.db)
+        const names = indexes.rows.map((r) => r.name)
+        expect(names).toEqual(
+          expect.arrayContaining([
+            'search_index_text_doc',
+            'search_index_lower_doc',
+            'search_index_num_doc',
+            'search_index_geo_box',
+            'search_index_probe',
+            'documents_by_schema_id',
+            'documents_by_owner_schema',
+          ]),
+        )
+        for (const old of ['search_index_text', 'search_index_sort', 'documents_by_owner'])
+          expect(names).not.toContain(old)
+      } finally {
+        await store.close()
+      }
     })
 
     it('downloads the BLOB byte-identical', async () => {

@@ -62,6 +62,8 @@ export interface TestAppOptions {
   /** SQLite file only: search worker threads (default the production count) and their module. */
   sqliteReadWorkers?: number
   sqliteReadWorkerUrl?: URL
+  /** The candidate-set size from which a search counts as broad (1: every search walks). */
+  searchBroadRows?: number
   /** argon2 cost (default TEST_ARGON2) and concurrency bounds (default TEST_HASHING_LIMITS). */
   argon2?: PasswordHasherOptions
   hashingLimits?: HashingLimits
@@ -124,6 +126,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.onResetEmailError ? { onResetEmailError: options.onResetEmailError } : {}),
     ...(options.searchTimeoutMs ? { searchTimeoutMs: options.searchTimeoutMs } : {}),
     ...(options.searchLimits ? { searchLimits: options.searchLimits } : {}),
+    ...(options.searchBroadRows ? { searchBroadRows: options.searchBroadRows } : {}),
     ...(options.metrics ? { meter: options.metrics.metrics.meter } : {}),
     ...(options.freeSpace ? { freeSpace: options.freeSpace } : {}),
     ...(options.policyAccessMaxPairs !== undefined

@@ -192,7 +192,7 @@ describe('sorted search at scale', () => {
       expect(keyReads.length, details.join('\n')).toBeGreaterThanOrEqual(2)
       for (const read of keyReads) {
         expect(read).toMatch(
-          /^SEARCH k USING COVERING INDEX search_index_sort \(account_id=\? AND schema_id=\? AND field=\? AND doc_id=\?\)$/,
+          /^SEARCH k USING COVERING INDEX search_index_probe \(account_id=\? AND schema_id=\? AND field=\? AND doc_id=\?\)$/,
         )
       }
     } else {

@@ -39,7 +39,10 @@ export function distanceKm(p: GeoPoint, lat: RawBuilder<unknown>, long: RawBuild
   return sql<number>`(${num(2 * EARTH_RADIUS_KM)} * asin(sqrt(case when ${h} > 1 then 1 else ${h} end)))`
 }
 
-/** A box around the circle (slightly widened): lets the geo_lat index narrow the candidates. */
+/**
+ * A box around the circle (slightly widened): the geo_box index (…, geo_lat, geo_long, doc_id)
+ * seeks the latitude range and checks the longitude inside the index, before the haversine.
+ */
 function boundingBox(p: GeoPoint): RawBuilder<SqlBool> {
   const margin = 1e-6
   const angle = p.km / EARTH_RADIUS_KM
@@ -129,12 +132,19 @@ function rowCondition(ctx: SetContext, f: Filter): RawBuilder<SqlBool> {
   return sql<SqlBool>`account_id = ${ctx.accountId} and schema_id = ${ctx.schemaId} and field = ${f.field} and ${rowPredicate(f, ctx.dialect)}`
 }
 
+/**
+ * The indexes of migration 0016, each ending with doc_id so a filter's set is an index-only
+ * range scan: (account, schema, field, value…, doc_id).
+ */
 const VALUE_INDEX = {
-  value_text: 'search_index_text',
-  value_lower: 'search_index_lower',
-  value_num: 'search_index_num',
-  geo: 'search_index_geo',
+  value_text: 'search_index_text_doc',
+  value_lower: 'search_index_lower_doc',
+  value_num: 'search_index_num_doc',
+  geo: 'search_index_geo_box',
 } as const
+
+/** (account, schema, field, doc_id, every value column): one seek checks one candidate. */
+export const PROBE_INDEX = 'search_index_probe'
 
 /**
  * `search_index`, on SQLite with the index to use. Without ANALYZE statistics (which nothing
@@ -148,65 +158,145 @@ function indexTable(ctx: SetContext, index: string): RawBuilder<unknown> {
     : sql`search_index`
 }
 
-/** The index that serves a filter's set: the (account, schema, field, value) one of its column. */
+/** The probe index as `w`, walked in (field, doc_id) order to cut a page. */
+const walkTable = (ctx: SetContext) =>
+  ctx.dialect === 'sqlite'
+    ? sql`search_index as w indexed by ${sql.raw(PROBE_INDEX)}`
+    : sql`search_index as w`
+
+/** The index that serves a filter's set: the (account, schema, field, value, doc_id) one. */
 const valueIndex = (f: Filter) => VALUE_INDEX[f.kind === 'geo' ? 'geo' : f.column]
 
 const negates = (f: Filter) => f.kind === 'match' && f.negate
 
-/** Which positive filter should drive: likely the smallest set first (equality, then prefix). */
-function rank(f: Filter): number {
-  if (f.kind === 'match') return 0
-  if (f.kind === 'wildcard') return /^[^*?]/.test(f.pattern) ? 1 : 3
-  return 2
+/** A set of candidate doc_ids a search can be driven from. */
+export interface Driver {
+  /** SELECT doc_id …: the set, a document possibly repeated (several matching values). */
+  rows: RawBuilder<unknown>
+  /** The same set without repeats. */
+  distinct: RawBuilder<unknown>
+  /**
+   * For one filter's set: the same set walked in doc_id order through the probe index, with
+   * `extra` (conditions on `doc_id`) applied, so a page can be cut without sorting every match.
+   */
+  walk?: (extra: RawBuilder<SqlBool>) => RawBuilder<unknown>
 }
 
 export interface CompiledFilters {
-  /** A SELECT of distinct doc_ids to drive the query from (absent: scan the searched set). */
-  driver: RawBuilder<unknown> | undefined
-  /** What the searched row (id at `idRef`) must also satisfy. */
-  where: RawBuilder<SqlBool>
+  /**
+   * The sets the search may be driven from (it picks the smallest, search.repo.ts): each
+   * positive filter of an `and`, or the union of an `or` without negation. Empty: only the
+   * searched rows themselves can drive.
+   */
+  drivers: Driver[]
+  /**
+   * What a candidate (id at `idRef`) must satisfy when driven from `driver` (absent: from the
+   * searched rows), exactly the filters that driver does not already imply.
+   */
+  where: (driver: Driver | undefined, idRef: string) => RawBuilder<SqlBool>
+  /**
+   * For `and` with a positive filter: the matching doc_ids as one compound SELECT over the
+   * value indexes (`A intersect B … except N …`, set operations without repeats). Counting it
+   * costs the sets' sizes, not a seek per candidate: cheaper when every set is broad.
+   */
+  matches?: RawBuilder<unknown>
+  /**
+   * With a negation and no positive filter driving (`and` of negations only, `or` with one):
+   * the doc_ids of the documents that do NOT match, as a compound SELECT (`and`: N1 ∪ N2 …;
+   * `or`: N1 ∩ N2 … − P1 − P2 …), each a subset of the searched documents. The total is the
+   * documents' count minus its size: two index-only counts, not a seek per document.
+   */
+  excluded?: RawBuilder<unknown>
 }
 
 /**
- * The filters as a driving set plus row conditions. `and`: the most selective positive filter
- * drives, the other positives are `id in (…)` and each negation is `not exists (…)` (an
- * anti-join through the (account_id, doc_id) index). `or`: the union of the positives drives when there is
- * no negation; with one, every searched row is a candidate (a document without the field
- * matches `not`), so it is `id in (union) or not exists (…) or …`.
+ * The filters as candidate driving sets plus per-candidate checks. A check is one seek on the
+ * probe index (account, schema, field, doc_id): `exists` for a positive filter, `not exists`
+ * for a negation (a document without the field matches `not`). `and`: any positive filter can
+ * drive, the others are checks. `or`: the union of the positives drives when there is no
+ * negation; with one, every searched row is a candidate, checked by `(… or not exists …)`.
  */
-export function compileFilters(
-  query: SearchQuery,
-  ctx: SetContext,
-  idRef: string,
-): CompiledFilters {
-  const id = sql.ref(idRef)
+export function compileFilters(query: SearchQuery, ctx: SetContext): CompiledFilters {
   const positive = query.filters.filter((f) => !negates(f))
-  const from = (f: Filter) => indexTable(ctx, valueIndex(f))
-  const rowsOf = (f: Filter) => sql`select doc_id from ${from(f)} where ${rowCondition(ctx, f)}`
-  // A driver must not repeat a document (a field may hold several matching values).
-  const distinctRows = (f: Filter) =>
-    sql`select distinct doc_id from ${from(f)} where ${rowCondition(ctx, f)}`
-  // A negation looks up the searched row's own index rows (account_id, doc_id).
-  const absent = (f: Filter) =>
-    sql<SqlBool>`not exists (select 1 from ${indexTable(ctx, 'search_index_by_doc')} where ${rowCondition(ctx, f)} and doc_id = ${id})`
-  const negations = query.filters.filter(negates).map(absent)
+  const negative = query.filters.filter(negates)
+  const rowsOf = (f: Filter) =>
+    sql`select doc_id from ${indexTable(ctx, valueIndex(f))} where ${rowCondition(ctx, f)}`
+  const distinctOf = (f: Filter) =>
+    sql`select distinct doc_id from ${indexTable(ctx, valueIndex(f))} where ${rowCondition(ctx, f)}`
+  const has = (f: Filter, idRef: string) =>
+    sql<SqlBool>`exists (select 1 from ${indexTable(ctx, PROBE_INDEX)} where ${rowCondition(ctx, f)} and doc_id = ${sql.ref(idRef)})`
   const all = (parts: RawBuilder<SqlBool>[]) =>
-    parts.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`${sql.join(parts, sql` and `)}`
+    parts.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`(${sql.join(parts, sql` and `)})`
+  const absent = (idRef: string) => negative.map((f) => sql<SqlBool>`not ${has(f, idRef)}`)
 
-  if (query.filterType === 'and') {
-    const [first, ...others] = [...positive].sort((a, b) => rank(a) - rank(b))
+  // One filter means the same under `and` and `or` (the default): it can drive and walk.
+  if (query.filterType === 'and' || query.filters.length <= 1) {
+    const drivers = new Map<Driver, Filter>()
+    for (const f of positive) {
+      drivers.set(
+        {
+          rows: rowsOf(f),
+          distinct: distinctOf(f),
+          // Aliased: the checks in `extra` name the walked row as w.doc_id.
+          walk: (extra) =>
+            sql`select distinct w.doc_id from ${walkTable(ctx)} where ${rowCondition(ctx, f)} and ${extra} order by w.doc_id`,
+        },
+        f,
+      )
+    }
+    // Compound operators group left to right on both engines: ((A ∩ B) − N1) − N2.
+    const matches =
+      positive.length > 0
+        ? sql.join(
+            [sql.join(positive.map(rowsOf), sql` intersect `), ...negative.map(rowsOf)],
+            sql` except `,
+          )
+        : undefined
+    const excluded =
+      positive.length > 0 || negative.length === 0
+        ? undefined
+        : negative.length === 1
+          ? distinctOf(negative[0] as Filter)
+          : sql.join(negative.map(rowsOf), sql` union `)
     return {
-      driver: first && distinctRows(first),
-      where: all([...others.map((f) => sql<SqlBool>`${id} in (${rowsOf(f)})`), ...negations]),
+      ...(matches ? { matches } : {}),
+      ...(excluded ? { excluded } : {}),
+      drivers: [...drivers.keys()],
+      where: (driver, idRef) => {
+        const drove = driver && drivers.get(driver)
+        const others = positive.filter((f) => f !== drove).map((f) => has(f, idRef))
+        return all([...others, ...absent(idRef)])
+      },
     }
   }
   // UNION removes duplicates; its operands are plain SELECTs (SQLite allows no parentheses).
-  const [only] = positive
-  const union =
-    positive.length > 1 ? sql.join(positive.map(rowsOf), sql` union `) : only && distinctRows(only)
-  if (negations.length === 0) return { driver: union, where: sql<SqlBool>`1 = 1` }
-  const any = union ? [sql<SqlBool>`${id} in (${union})`, ...negations] : negations
-  return { driver: undefined, where: sql<SqlBool>`(${sql.join(any, sql` or `)})` }
+  const union: Driver | undefined =
+    positive.length > 0 && negative.length === 0
+      ? {
+          rows: sql.join(positive.map(rowsOf), sql` union all `),
+          distinct:
+            positive.length === 1
+              ? distinctOf(positive[0] as Filter)
+              : sql.join(positive.map(rowsOf), sql` union `),
+        }
+      : undefined
+  // Not matching an `or`: no positive and every negated value present, ((N1 ∩ N2) − P1) − P2.
+  const excluded =
+    negative.length > 0
+      ? sql.join(
+          [sql.join(negative.map(rowsOf), sql` intersect `), ...positive.map(rowsOf)],
+          sql` except `,
+        )
+      : undefined
+  return {
+    ...(excluded ? { excluded } : {}),
+    drivers: union ? [union] : [],
+    where: (driver, idRef) => {
+      if (driver) return sql<SqlBool>`1 = 1`
+      const any = [...positive.map((f) => has(f, idRef)), ...absent(idRef)]
+      return any.length === 0 ? sql<SqlBool>`1 = 1` : sql<SqlBool>`(${sql.join(any, sql` or `)})`
+    },
+  }
 }
 
 /**
@@ -219,22 +309,23 @@ export function sortKeySql(ctx: SetContext, key: SortKey, idRef: string): RawBui
       ? distanceKm(key.point, sql.ref('k.geo_lat'), sql.ref('k.geo_long'))
       : sql.ref(`k.${key.column}`)
   const agg = sql.raw(key.direction === 'asc' ? 'min' : 'max')
-  // One seek per candidate on the (account, schema, field, doc_id, values…) index, never a walk
+  // One seek per candidate on the probe index (account, schema, field, doc_id, values…), never a walk
   // of the whole field through a value index (quadratic: security review, finding 2). SQLite,
   // without statistics, is told the index. PostgreSQL would turn a bare min/max into "walk the
   // value index in order until this document's row": the FILTER clause rules that rewrite out.
   if (ctx.dialect === 'sqlite') {
-    return sql`(select ${agg}(${value}) from search_index k indexed by search_index_sort where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
+    return sql`(select ${agg}(${value}) from search_index k indexed by search_index_probe where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
   }
   return sql`(select ${agg}(${value}) filter (where true) from search_index k where k.account_id = ${ctx.accountId} and k.schema_id = ${ctx.schemaId} and k.field = ${key.field} and k.doc_id = ${sql.ref(idRef)})`
 }
 
-/** ORDER BY of the sorted, aliased keys `t.k0…`: missing values last both ways, then by id. */
-export function orderBySql(sort: readonly SortKey[]): RawBuilder<unknown> {
-  const terms = sort.flatMap((key, i) => {
-    const k = sql.ref(`t.k${i}`)
-    return [sql`case when ${k} is null then 1 else 0 end`, sql`${k} ${sql.raw(key.direction)}`]
-  })
-  terms.push(sql`t.id`)
+/**
+ * ORDER BY of the sort keys, named by their output aliases `k0…` (bare, so that neither engine
+ * computes a key twice: an expression over an alias made SQLite run the key's subquery again
+ * for each place it appeared): missing values last both ways, then by id.
+ */
+export function orderBySql(sort: readonly SortKey[], idRef: string): RawBuilder<unknown> {
+  const terms = sort.map((key, i) => sql`${sql.ref(`k${i}`)} ${sql.raw(key.direction)} nulls last`)
+  terms.push(sql`${sql.ref(idRef)}`)
   return sql.join(terms)
 }

@@ -112,6 +112,8 @@ export class SearchService {
     private readonly meter: Meter = noopMeter,
     /** Where searches run and how many at once; absent: inline on `db` (bounded there). */
     private readonly reads?: BoundedReads,
+    /** Candidate-set size from which a search counts as broad (search.repo.ts). */
+    private readonly broadRows = repo.ESTIMATE_LIMIT,
   ) {}
 
   #reads() {
@@ -158,6 +160,7 @@ export class SearchService {
         query,
         bound,
         ...this.#reads(),
+        broadRows: this.broadRows,
       }),
     )
     // distance_from: the first geo sort key's value (km in SQL), in the geo filter's unit.
@@ -201,6 +204,7 @@ export class SearchService {
         query,
         bound,
         ...this.#reads(),
+        broadRows: this.broadRows,
       }),
     )
     const documents = await Promise.all(

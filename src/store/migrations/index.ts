@@ -14,6 +14,7 @@ import * as m0012 from './0012_shard_ready_keys.js'
 import * as m0013 from './0013_account_settings.js'
 import * as m0014 from './0014_audit_trail.js'
 import * as m0015 from './0015_operations_metering.js'
+import * as m0016 from './0016_search_covering_indexes.js'
 import * as m0017 from './0017_policy_simulator.js'
 import * as m0018 from './0018_schema_reindex.js'
 
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '0013_account_settings': m0013,
   '0014_audit_trail': m0014,
   '0015_operations_metering': m0015,
+  '0016_search_covering_indexes': m0016,
   '0017_policy_simulator': m0017,
   '0018_schema_reindex': m0018,
 }
