@@ -1,0 +1,65 @@
+import type { RightsFeed } from '../store/rights-feed.js'
+
+/** Most credentials remembered per process (least recently used dropped first). */
+export const PRINCIPAL_CACHE_SIZE = 10_000
+/**
+ * Longest an entry is kept. Invalidation is exact without it (rights-feed.ts); it only bounds
+ * how long an idle credential's user and policies stay in memory.
+ */
+export const PRINCIPAL_CACHE_TTL_MS = 60_000
+
+interface Entry<T> {
+  value: T
+  /** Epoch ms after which the entry is not served (the credential's own end, or the TTL). */
+  until: number
+}
+
+/**
+ * Resolved credentials (issue 21), keyed by the credential's digest — never the secret — so a
+ * repeat caller costs no query. Exact: every committed write that may change a right empties it
+ * (the feed; on every node with PostgreSQL), a read that raced such a write is not stored (the
+ * feed's epoch moved), nothing is served or stored while the feed is not trusted (fail closed),
+ * and an entry ends no later than its credential does.
+ */
+export class PrincipalCache<T> {
+  readonly #entries = new Map<string, Entry<T>>()
+
+  constructor(
+    private readonly feed: RightsFeed,
+    private readonly size = PRINCIPAL_CACHE_SIZE,
+    private readonly ttlMs = PRINCIPAL_CACHE_TTL_MS,
+  ) {
+    feed.subscribe(() => this.#entries.clear())
+  }
+
+  /** The entry for this digest, if trusted and still live at `nowMs`. */
+  get(digest: string, nowMs: number): T | undefined {
+    if (!this.feed.trusted) return undefined
+    const entry = this.#entries.get(digest)
+    if (!entry) return undefined
+    this.#entries.delete(digest)
+    if (entry.until <= nowMs) return undefined
+    this.#entries.set(digest, entry)
+    return entry.value
+  }
+
+  /** Taken before reading the database; `set` stores only if nothing changed since. */
+  ticket(): number {
+    return this.feed.epoch
+  }
+
+  /** Stores what was read under `ticket`, live until `endsAtMs` at the latest. */
+  set(digest: string, value: T, nowMs: number, endsAtMs: number, ticket: number): void {
+    if (!this.feed.trusted || this.feed.epoch !== ticket) return
+    const until = Math.min(endsAtMs, nowMs + this.ttlMs)
+    if (until <= nowMs) return
+    this.#entries.delete(digest)
+    this.#entries.set(digest, { value, until })
+    if (this.#entries.size > this.size)
+      this.#entries.delete(this.#entries.keys().next().value as string)
+  }
+
+  get entries(): number {
+    return this.#entries.size
+  }
+}
