@@ -160,7 +160,13 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const indexer = new Indexer()
   const settings = new SettingsService(db, clock)
-  const credentials = new CredentialsService(db, clock, settings, options.accessTokenMaxDays)
+  const credentials = new CredentialsService(
+    db,
+    clock,
+    settings,
+    store.rights,
+    options.accessTokenMaxDays,
+  )
   // A cap set or lowered shortens the stored tokens in the same transaction.
   settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
