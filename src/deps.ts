@@ -170,7 +170,7 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   // A cap set or lowered shortens the stored tokens in the same transaction.
   settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
-  const vaults = new VaultsService(db, clock)
+  const vaults = new VaultsService(db, clock, store.rights)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
   // late-bound closures (each is only called after construction).
   let documents: DocumentsService | undefined

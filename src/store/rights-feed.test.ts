@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PrincipalCache } from '../access/principal-cache.js'
+import { ExactCache } from '../access/exact-cache.js'
 import { isRightsWrite, RightsFeed } from './rights-feed.js'
 
 describe('isRightsWrite', () => {
@@ -25,10 +25,10 @@ describe('isRightsWrite', () => {
   ])('%s: no', (text) => expect(isRightsWrite(text)).toBe(false))
 })
 
-describe('PrincipalCache', () => {
+describe('ExactCache', () => {
   it('stores only under an unmoved epoch, and empties on every change', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new PrincipalCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, 2, 1000)
     const ticket = cache.ticket()
     feed.changed()
     cache.set('d1', 'stale', 0, 5000, ticket)
@@ -41,7 +41,7 @@ describe('PrincipalCache', () => {
 
   it('ends an entry with its credential or the TTL, and keeps at most its size', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new PrincipalCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, 2, 1000)
     cache.set('ends', 'v', 0, 500, cache.ticket())
     expect(cache.get('ends', 499)).toBe('v')
     expect(cache.get('ends', 500)).toBeUndefined()
@@ -55,7 +55,7 @@ describe('PrincipalCache', () => {
 
   it('is bypassed while the feed is not trusted (fail closed)', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new PrincipalCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, 2, 1000)
     cache.set('d', 'v', 0, 5000, cache.ticket())
     feed.setTrusted(false)
     expect(cache.get('d', 1)).toBeUndefined()

@@ -2,7 +2,7 @@
  * Where this process learns that a right may have ended or changed (issue 21): every committed
  * write to a table a cached principal is built from (store/rights-driver.ts finds them by their
  * statement), and on PostgreSQL every such write of another node (store/pg-rights-listener.ts,
- * LISTEN/NOTIFY). Caches subscribe (access/principal-cache.ts) and drop what they hold.
+ * LISTEN/NOTIFY). Caches subscribe (access/exact-cache.ts) and drop what they hold.
  *
  * Two guards keep a cache exact:
  * - `epoch` grows on every change: a reader takes it before reading the database and stores
@@ -112,18 +112,18 @@ export class RightsFeed {
 }
 
 /**
- * Tables a cached principal is read from (credentials.repo.ts findUsableWithPolicies): a write
- * to one may end, narrow or widen a right. A new credential or user row changes no cached
- * entry (each entry is its own credential's), so a plain insert into those two is left out:
- * logins and user creation do not empty the cache.
+ * Tables a cached principal is read from (credentials.repo.ts findUsableWithPolicies), and
+ * `vaults` (cached rows): a write to one may end, narrow or widen a right. A new credential,
+ * user or vault row changes no cached entry (only rows found are cached), so a plain insert
+ * into those is left out: logins and user creation do not empty the cache.
  */
 const RIGHTS_WRITE =
-  /\b(?:update|delete\s+from|insert\s+into|merge\s+into)\s+(?:"?\w+"?\.)?"?(users|credentials|groups|group_members|account_settings|accounts)"?(?=[\s(]|$)/i
+  /\b(?:update|delete\s+from|insert\s+into|merge\s+into)\s+(?:"?\w+"?\.)?"?(users|credentials|groups|group_members|account_settings|accounts|vaults)"?(?=[\s(]|$)/i
 
 export function isRightsWrite(sqlText: string): boolean {
   const match = RIGHTS_WRITE.exec(sqlText)
   if (!match) return false
   const table = (match[1] as string).toLowerCase()
   const plainInsert = /^\s*insert\b/i.test(sqlText) && !/\bon\s+conflict\b/i.test(sqlText)
-  return !(plainInsert && (table === 'credentials' || table === 'users'))
+  return !(plainInsert && (table === 'credentials' || table === 'users' || table === 'vaults'))
 }

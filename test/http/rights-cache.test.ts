@@ -409,6 +409,31 @@ describe(`a right that ends holds on the next request (${testDialect})`, () => {
   }
 })
 
+/** A vault renamed, then deleted, through A: what `node` reads of it next. */
+async function vaultChanges(node: { api: Api; store: Store }) {
+  const created = await a.api.post('/v1/vaults', { auth: a.admin.api_key, form: { name: 'old' } })
+  expect(created.statusCode, created.body).toBe(200)
+  const id = created.json().vault.id as string
+  const name = async () => {
+    const res = await node.api.get(`/v1/vaults/${id}`, { auth: a.admin.api_key })
+    return res.statusCode === 200 ? (res.json().vault.name as string) : res.statusCode
+  }
+  await notificationsDelivered(a.deps.store, node.store)
+  expect([await name(), await name()]).toEqual(['old', 'old'])
+  await ok(await a.api.put(`/v1/vaults/${id}`, { auth: a.admin.api_key, form: { name: 'new' } }))
+  await notificationsDelivered(a.deps.store, node.store)
+  expect(await name()).toBe('new')
+  await ok(await a.api.delete(`/v1/vaults/${id}`, { auth: a.admin.api_key }))
+  await notificationsDelivered(a.deps.store, node.store)
+  expect(await name()).toBe(404)
+}
+
+describe(`cached vault rows (${testDialect})`, () => {
+  it('a rename and a delete show on the next request of the same node', () =>
+    vaultChanges({ api: a.api, store: a.deps.store }))
+  it.skipIf(testDialect !== 'postgres')('and of another node', () => vaultChanges(b as Node))
+})
+
 describe.skipIf(testDialect !== 'postgres')('across two nodes on one PostgreSQL database', () => {
   for (const way of WAYS) {
     it(`ended on A, refused on B: ${way.name}`, async () => {

@@ -4,7 +4,7 @@ import type {
   RequestedExpiry,
   UserCredentials,
 } from '../../access/credentials.js'
-import { PrincipalCache } from '../../access/principal-cache.js'
+import { ExactCache } from '../../access/exact-cache.js'
 import { digestSecret, randomCredential } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
@@ -35,7 +35,7 @@ export interface TokenCapSource {
  */
 export class CredentialsService implements CredentialResolver, UserCredentials {
   /** Resolved credentials by digest (issue 21): exact, emptied by every change of a right. */
-  readonly #resolved: PrincipalCache<{ credential: ActiveCredential; policies: string[] }>
+  readonly #resolved: ExactCache<{ credential: ActiveCredential; policies: string[] }>
 
   constructor(
     private readonly db: Executor,
@@ -47,7 +47,7 @@ export class CredentialsService implements CredentialResolver, UserCredentials {
     rights: RightsFeed,
     private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
   ) {
-    this.#resolved = new PrincipalCache(rights)
+    this.#resolved = new ExactCache(rights)
   }
 
   /** Credentials the cache holds now (tests show it is in use). */

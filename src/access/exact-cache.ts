@@ -1,12 +1,12 @@
 import type { RightsFeed } from '../store/rights-feed.js'
 
-/** Most credentials remembered per process (least recently used dropped first). */
-export const PRINCIPAL_CACHE_SIZE = 10_000
+/** Most entries one cache keeps per process (least recently used dropped first). */
+export const EXACT_CACHE_SIZE = 10_000
 /**
  * Longest an entry is kept. Invalidation is exact without it (rights-feed.ts); it only bounds
- * how long an idle credential's user and policies stay in memory.
+ * how long an idle credential's user and policies (or an idle vault's row) stay in memory.
  */
-export const PRINCIPAL_CACHE_TTL_MS = 60_000
+export const EXACT_CACHE_TTL_MS = 60_000
 
 interface Entry<T> {
   value: T
@@ -15,31 +15,31 @@ interface Entry<T> {
 }
 
 /**
- * Resolved credentials (issue 21), keyed by the credential's digest — never the secret — so a
- * repeat caller costs no query. Exact: every committed write that may change a right empties it
+ * What a request would otherwise read again (issue 21): resolved credentials, keyed by the
+ * credential's digest — never the secret — and vault rows. Exact: every committed write that may change a right empties it
  * (the feed; on every node with PostgreSQL), a read that raced such a write is not stored (the
  * feed's epoch moved), nothing is served or stored while the feed is not trusted (fail closed),
  * and an entry ends no later than its credential does.
  */
-export class PrincipalCache<T> {
+export class ExactCache<T> {
   readonly #entries = new Map<string, Entry<T>>()
 
   constructor(
     private readonly feed: RightsFeed,
-    private readonly size = PRINCIPAL_CACHE_SIZE,
-    private readonly ttlMs = PRINCIPAL_CACHE_TTL_MS,
+    private readonly size = EXACT_CACHE_SIZE,
+    private readonly ttlMs = EXACT_CACHE_TTL_MS,
   ) {
     feed.subscribe(() => this.#entries.clear())
   }
 
-  /** The entry for this digest, if trusted and still live at `nowMs`. */
-  get(digest: string, nowMs: number): T | undefined {
+  /** The entry for this key, if trusted and still live at `nowMs`. */
+  get(key: string, nowMs: number): T | undefined {
     if (!this.feed.trusted) return undefined
-    const entry = this.#entries.get(digest)
+    const entry = this.#entries.get(key)
     if (!entry) return undefined
-    this.#entries.delete(digest)
+    this.#entries.delete(key)
     if (entry.until <= nowMs) return undefined
-    this.#entries.set(digest, entry)
+    this.#entries.set(key, entry)
     return entry.value
   }
 
@@ -49,12 +49,12 @@ export class PrincipalCache<T> {
   }
 
   /** Stores what was read under `ticket`, live until `endsAtMs` at the latest. */
-  set(digest: string, value: T, nowMs: number, endsAtMs: number, ticket: number): void {
+  set(key: string, value: T, nowMs: number, endsAtMs: number, ticket: number): void {
     if (!this.feed.trusted || this.feed.epoch !== ticket) return
     const until = Math.min(endsAtMs, nowMs + this.ttlMs)
     if (until <= nowMs) return
-    this.#entries.delete(digest)
-    this.#entries.set(digest, { value, until })
+    this.#entries.delete(key)
+    this.#entries.set(key, { value, until })
     if (this.#entries.size > this.size)
       this.#entries.delete(this.#entries.keys().next().value as string)
   }
