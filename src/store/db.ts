@@ -112,7 +112,12 @@ function openSqlite(file: string, busyTimeoutMs: number): Store {
   const rights = new RightsFeed({
     trusted: true,
     changedElsewhere: () => {
-      const version = dataVersion.get()
+      let version: unknown
+      try {
+        version = dataVersion.get()
+      } catch {
+        return true // cannot tell (say, the connection is busy streaming): assume a change
+      }
       if (version === seenVersion) return false
       seenVersion = version
       return true
