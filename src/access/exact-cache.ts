@@ -7,29 +7,44 @@ export const EXACT_CACHE_SIZE = 10_000
  * how long an idle credential's user and policies (or an idle vault's row) stay in memory.
  */
 export const EXACT_CACHE_TTL_MS = 60_000
+/**
+ * Most weight (roughly bytes: what `weigh` says) one cache keeps: group policies may be large
+ * (up to the 1 MiB request body each), so entries are bounded by size as well as by count.
+ */
+export const EXACT_CACHE_MAX_WEIGHT = 32 * 1024 * 1024
 
 interface Entry<T> {
   value: T
+  weight: number
   /** Epoch ms after which the entry is not served (the credential's own end, or the TTL). */
   until: number
 }
 
 /**
  * What a request would otherwise read again (issue 21): resolved credentials, keyed by the
- * credential's digest — never the secret — and vault rows. Exact: every committed write that may change a right empties it
- * (the feed; on every node with PostgreSQL), a read that raced such a write is not stored (the
+ * credential's digest — never the secret — and vault rows. Exact: every committed write that
+ * may change a right empties it (the feed; on every node with PostgreSQL), a read that raced such a write is not stored (the
  * feed's epoch moved), nothing is served or stored while the feed is not trusted (fail closed),
  * and an entry ends no later than its credential does.
  */
 export class ExactCache<T> {
   readonly #entries = new Map<string, Entry<T>>()
+  #weight = 0
 
   constructor(
     private readonly feed: RightsFeed,
-    private readonly size = EXACT_CACHE_SIZE,
-    private readonly ttlMs = EXACT_CACHE_TTL_MS,
+    private readonly options: {
+      size?: number
+      ttlMs?: number
+      maxWeight?: number
+      /** An entry's weight (default 1 each: bounded by count only). */
+      weigh?: (value: T) => number
+    } = {},
   ) {
-    feed.subscribe(() => this.#entries.clear())
+    feed.subscribe(() => {
+      this.#entries.clear()
+      this.#weight = 0
+    })
   }
 
   /** The entry for this key, if trusted and still live at `nowMs`. */
@@ -38,7 +53,10 @@ export class ExactCache<T> {
     const entry = this.#entries.get(key)
     if (!entry) return undefined
     this.#entries.delete(key)
-    if (entry.until <= nowMs) return undefined
+    if (entry.until <= nowMs) {
+      this.#weight -= entry.weight
+      return undefined
+    }
     this.#entries.set(key, entry)
     return entry.value
   }
@@ -51,12 +69,24 @@ export class ExactCache<T> {
   /** Stores what was read under `ticket`, live until `endsAtMs` at the latest. */
   set(key: string, value: T, nowMs: number, endsAtMs: number, ticket: number): void {
     if (!this.feed.trusted || this.feed.epoch !== ticket) return
-    const until = Math.min(endsAtMs, nowMs + this.ttlMs)
+    const until = Math.min(endsAtMs, nowMs + (this.options.ttlMs ?? EXACT_CACHE_TTL_MS))
     if (until <= nowMs) return
+    const weight = this.options.weigh?.(value) ?? 1
+    const maxWeight = this.options.maxWeight ?? EXACT_CACHE_MAX_WEIGHT
+    if (weight > maxWeight) return
+    this.#drop(key)
+    this.#entries.set(key, { value, until, weight })
+    this.#weight += weight
+    const size = this.options.size ?? EXACT_CACHE_SIZE
+    while (this.#entries.size > size || this.#weight > maxWeight)
+      this.#drop(this.#entries.keys().next().value as string)
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key)
+    if (!entry) return
     this.#entries.delete(key)
-    this.#entries.set(key, { value, until })
-    if (this.#entries.size > this.size)
-      this.#entries.delete(this.#entries.keys().next().value as string)
+    this.#weight -= entry.weight
   }
 
   get entries(): number {

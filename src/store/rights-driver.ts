@@ -50,22 +50,44 @@ class RightsDriver implements Driver {
       inner,
       inTransaction: false,
       rightsChanged: false,
-      async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+      executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
         if (!isRightsWrite(query.sql)) return inner.executeQuery<R>(query)
         if (watched.inTransaction) {
           watched.rightsChanged = true
           return inner.executeQuery<R>(query)
         }
-        // A lone statement commits as it returns (a failed one changed nothing).
-        const result = await inner.executeQuery<R>(query)
-        driver.feed.changed()
-        if (await driver.#notify(inner)) driver.feed.sent()
-        return result
+        return driver.#loneWrite<R>(inner, query)
       },
       streamQuery: <R>(query: CompiledQuery, chunkSize?: number) =>
         inner.streamQuery<R>(query, chunkSize),
     }
     return watched
+  }
+
+  /**
+   * A rights write outside a transaction. SQLite: it commits as it returns (a failed one changed
+   * nothing). PostgreSQL: wrapped in a transaction with its notification, so the two commit
+   * together — a connection lost between them would otherwise leave other nodes untold.
+   */
+  async #loneWrite<R>(inner: DatabaseConnection, query: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.channel === undefined) {
+      const result = await inner.executeQuery<R>(query)
+      this.feed.changed()
+      return result
+    }
+    await this.inner.beginTransaction(inner, {})
+    let result: QueryResult<R>
+    try {
+      result = await inner.executeQuery<R>(query)
+      await this.#notify(inner)
+      await this.inner.commitTransaction(inner)
+    } catch (error) {
+      await this.inner.rollbackTransaction(inner).catch(() => undefined)
+      throw error
+    }
+    this.feed.changed()
+    this.feed.sent()
+    return result
   }
 
   /** Sends the notification (PostgreSQL); whether there was one to send. */

@@ -28,7 +28,7 @@ describe('isRightsWrite', () => {
 describe('ExactCache', () => {
   it('stores only under an unmoved epoch, and empties on every change', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new ExactCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, { size: 2, ttlMs: 1000 })
     const ticket = cache.ticket()
     feed.changed()
     cache.set('d1', 'stale', 0, 5000, ticket)
@@ -41,7 +41,7 @@ describe('ExactCache', () => {
 
   it('ends an entry with its credential or the TTL, and keeps at most its size', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new ExactCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, { size: 2, ttlMs: 1000 })
     cache.set('ends', 'v', 0, 500, cache.ticket())
     expect(cache.get('ends', 499)).toBe('v')
     expect(cache.get('ends', 500)).toBeUndefined()
@@ -53,9 +53,22 @@ describe('ExactCache', () => {
     expect(cache.get('a', 1)).toBeUndefined()
   })
 
+  it('keeps at most its weight, and never an entry heavier than all of it', () => {
+    const feed = new RightsFeed({ trusted: true })
+    const cache = new ExactCache<string>(feed, { maxWeight: 10, weigh: (v) => v.length })
+    cache.set('big', 'x'.repeat(11), 0, 5000, cache.ticket())
+    expect(cache.get('big', 1)).toBeUndefined()
+    cache.set('a', 'aaaaaa', 0, 5000, cache.ticket())
+    cache.set('b', 'bbbb', 0, 5000, cache.ticket())
+    expect([cache.get('a', 1), cache.get('b', 1)]).toEqual(['aaaaaa', 'bbbb'])
+    cache.set('c', 'cc', 0, 5000, cache.ticket())
+    expect(cache.get('a', 1)).toBeUndefined()
+    expect([cache.get('b', 1), cache.get('c', 1)]).toEqual(['bbbb', 'cc'])
+  })
+
   it('is bypassed while the feed is not trusted (fail closed)', () => {
     const feed = new RightsFeed({ trusted: true })
-    const cache = new ExactCache<string>(feed, 2, 1000)
+    const cache = new ExactCache<string>(feed, { size: 2, ttlMs: 1000 })
     cache.set('d', 'v', 0, 5000, cache.ticket())
     feed.setTrusted(false)
     expect(cache.get('d', 1)).toBeUndefined()

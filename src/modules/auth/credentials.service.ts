@@ -47,7 +47,11 @@ export class CredentialsService implements CredentialResolver, UserCredentials {
     rights: RightsFeed,
     private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
   ) {
-    this.#resolved = new ExactCache(rights)
+    // Weighed by what may be large: the policies' text (and the user's attributes).
+    this.#resolved = new ExactCache(rights, {
+      weigh: (v) =>
+        256 + v.credential.attributes.length + v.policies.reduce((n, p) => n + p.length, 0),
+    })
   }
 
   /** Credentials the cache holds now (tests show it is in use). */
