@@ -41,8 +41,9 @@ const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 /**
  * The account's unexpired credential with this digest, joined to its user if the user may act,
  * and to the account's settings row (if any) for the access-token cap: the cap is read in this
- * one query, so a lowered cap holds at once on every node with no cache to invalidate. (It reads
- * the settings table directly for that reason, as the policy query below reads the groups'.)
+ * one query, and the result cached per node is dropped by any settings write (the rights feed,
+ * store/rights-feed.ts), so a lowered cap holds at once on every node. (It reads the settings
+ * table directly for that reason, as the policy query below reads the groups'.)
  */
 const usableCredential = (db: Executor, accountId: string, digest: string, now: string) =>
   db

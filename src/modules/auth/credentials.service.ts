@@ -42,9 +42,9 @@ export class CredentialsService implements CredentialResolver, UserCredentials {
     private readonly clock: Clock,
     /** The account's own cap (account settings), read where each token is issued. */
     private readonly caps: TokenCapSource,
-    /** Longest life a requested access token may have, in days (never below the 24 h default). */
     /** Tells the cache of resolved credentials when a right may have changed. */
     rights: RightsFeed,
+    /** Longest life a requested access token may have, in days (never below the 24 h default). */
     private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
   ) {
     // Weighed by what may be large: the policies' text (and the user's attributes).
