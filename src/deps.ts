@@ -196,11 +196,17 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   const keyring = new Keyring(options.masterKey, dataKeyStore(db), clock)
   const indexer = new Indexer()
   const settings = new SettingsService(db, clock)
-  const credentials = new CredentialsService(db, clock, settings, options.accessTokenMaxDays)
+  const credentials = new CredentialsService(
+    db,
+    clock,
+    settings,
+    store.rights,
+    options.accessTokenMaxDays,
+  )
   // A cap set or lowered shortens the stored tokens in the same transaction.
   settings.onChange((trx, change) => credentials.applyTokenCap(trx, change))
   const groups = new GroupsService(db, clock)
-  const vaults = new VaultsService(db, clock)
+  const vaults = new VaultsService(db, clock, store.rights)
   const searchReads = boundedSearchReads(store, options.searchLimits)
   // Schemas re-index documents and users, which read their schema: the cycles are closed by
   // late-bound closures (each is only called after construction).

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
@@ -6,8 +7,11 @@ import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
+import { PgRightsListener } from './pg-rights-listener.js'
 import { ReadPool } from './read-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
+import { rightsDialect } from './rights-driver.js'
+import { RightsFeed } from './rights-feed.js'
 import type { Database } from './schema.js'
 import { cachingDatabase } from './statement-cache.js'
 
@@ -22,6 +26,8 @@ export type DialectName = 'sqlite' | 'postgres'
 export interface Store {
   db: Kysely<Database>
   dialect: DialectName
+  /** Tells caches of principals when a right may have changed (issue 21; rights-feed.ts). */
+  rights: RightsFeed
   close(): Promise<void>
   /** PostgreSQL: the pool's open, idle and waiting counts (metrics); SQLite has no pool. */
   poolStats?: () => { total: number; idle: number; waiting: number }
@@ -121,8 +127,27 @@ function openSqlite(
   // indexed plaintext must not stay readable in the file (PostgreSQL: VACUUM, decisions.md).
   database.pragma('secure_delete = ON')
   const cached = cachingDatabase(database)
+  // Every change this process makes is seen where it is made. Another process on the same file
+  // (tools, tests; not a supported cluster) moves `data_version`: any commit of theirs empties
+  // the caches before their next use (one cheap pragma, no disk read while nothing changed).
+  const dataVersion = database.prepare('pragma data_version').pluck()
+  let seenVersion = dataVersion.get()
+  const rights = new RightsFeed({
+    trusted: true,
+    changedElsewhere: () => {
+      let version: unknown
+      try {
+        version = dataVersion.get()
+      } catch {
+        return true // cannot tell (say, the connection is busy streaming): assume a change
+      }
+      if (version === seenVersion) return false
+      seenVersion = version
+      return true
+    },
+  })
   const db = new Kysely<Database>({
-    dialect: auditingDialect(sqliteDialect(database, cached), 'sqlite'),
+    dialect: rightsDialect(auditingDialect(sqliteDialect(database, cached), 'sqlite'), rights),
   })
   // Started once the file is in WAL mode: each worker opens it read-only.
   const readPool =
@@ -133,7 +158,7 @@ function openSqlite(
     await readPool?.close()
     await db.destroy()
   }
-  return { db, dialect: 'sqlite', close, ...(readPool ? { readPool } : {}) }
+  return { db, dialect: 'sqlite', rights, close, ...(readPool ? { readPool } : {}) }
 }
 
 function sqliteDialect(
@@ -190,16 +215,44 @@ function openPostgres(options: StoreOptions): Store {
       await client.end()
     }
   }
+  // Nodes of one deployment share a schema, so they share its channel (a name of at most 63 bytes).
+  const channel = `coffer_rights_${createHash('sha256')
+    .update(options.pgSchema ?? '')
+    .digest('hex')
+    .slice(0, 16)}`
+  let listener: PgRightsListener | undefined
+  const rights = new RightsFeed({
+    trusted: false,
+    channel,
+    start: () => {
+      listener = new PgRightsListener(rights, {
+        url: options.url,
+        channel,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        onError,
+        ...(options.pgApplicationName ? { applicationName: options.pgApplicationName } : {}),
+      })
+      listener.start()
+    },
+  })
   const db = new Kysely<Database>({
-    dialect: auditingDialect(
-      currentSchemaDialect(new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) })),
-      'postgres',
+    dialect: rightsDialect(
+      auditingDialect(
+        currentSchemaDialect(new PostgresDialect({ pool: deadlinePool(pool, cancelBackend) })),
+        'postgres',
+      ),
+      rights,
+      channel,
     ),
   })
   return {
     db,
     dialect: 'postgres',
-    close: () => db.destroy(),
+    rights,
+    close: async () => {
+      await listener?.close()
+      await db.destroy()
+    },
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     poolSize: settings.poolSize,
   }

@@ -21,6 +21,7 @@ import {
   type TestApp,
 } from '../helpers/app.js'
 import { assertDescribed, type ResponseWatch, watchResponses } from '../helpers/openapi-harness.js'
+import { notificationsDelivered } from '../helpers/rights.js'
 import { TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
@@ -102,6 +103,8 @@ const setOnA = async (json: Record<string, unknown>) => {
     json,
   })
   expect(res.statusCode, res.body).toBe(200)
+  // PostgreSQL: B drops its cached credentials when A's change notification arrives (issue 21).
+  await notificationsDelivered(a.deps.store, b.store)
 }
 const loginOnB = (username: string) =>
   b.api.post('/v1/auth/login', {

@@ -9,6 +9,7 @@ export type StoredCredentialKind = ActiveCredential['kind']
 /** A credential row as read, with what the account's access-token cap needs. */
 interface CredentialRead extends ActiveCredential {
   created_at: string
+  expires_at: string | null
   /** The account's `max_access_token_duration_seconds` (null: no cap, or no settings row). */
   token_cap: number | null
 }
@@ -22,8 +23,15 @@ function withinTokenCap(row: CredentialRead, now: string): boolean {
   return Date.parse(row.created_at) + Number(row.token_cap) * 1000 > Date.parse(now)
 }
 
+/** When the credential stops working as things stand (epoch ms; Infinity: no end). */
+function endOf(row: CredentialRead): number {
+  const expires = row.expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.expires_at)
+  if (row.kind !== 'access_token' || row.token_cap === null) return expires
+  return Math.min(expires, Date.parse(row.created_at) + Number(row.token_cap) * 1000)
+}
+
 function active(row: CredentialRead): ActiveCredential {
-  const { created_at: _created, token_cap: _cap, ...credential } = row
+  const { created_at: _created, expires_at: _expires, token_cap: _cap, ...credential } = row
   return credential
 }
 
@@ -33,8 +41,9 @@ const USABLE_STATUSES = ['ACTIVATED', 'PENDING']
 /**
  * The account's unexpired credential with this digest, joined to its user if the user may act,
  * and to the account's settings row (if any) for the access-token cap: the cap is read in this
- * one query, so a lowered cap holds at once on every node with no cache to invalidate. (It reads
- * the settings table directly for that reason, as the policy query below reads the groups'.)
+ * one query, and the result cached per node is dropped by any settings write (the rights feed,
+ * store/rights-feed.ts), so a lowered cap holds at once on every node. (It reads the settings
+ * table directly for that reason, as the policy query below reads the groups'.)
  */
 const usableCredential = (db: Executor, accountId: string, digest: string, now: string) =>
   db
@@ -53,30 +62,13 @@ const usableCredential = (db: Executor, accountId: string, digest: string, now: 
       'u.attributes',
       'u.mfa_enrolled',
       'c.created_at',
+      'c.expires_at',
       's.max_access_token_duration_seconds as token_cap',
     ])
     .where('c.account_id', '=', accountId)
     .where('c.digest', '=', digest)
     .where((eb) => eb.or([eb('c.expires_at', 'is', null), eb('c.expires_at', '>', now)]))
     .where('u.status', 'in', USABLE_STATUSES)
-
-const findUsableQuery = precompiled(usableCredential)
-
-/**
- * The credential with this digest, if unexpired and its user may still act (hot path): its
- * account from the directory (routed by digest; remembered for repeat callers), then the
- * credential and its user in that account (routed by account).
- */
-export async function findUsable(
-  db: Executor,
-  digest: string,
-  now: string,
-): Promise<ActiveCredential | undefined> {
-  return routeByDigest(db, digest, async (accountId) => {
-    const [row] = (await findUsableQuery(db, accountId, digest, now)) as CredentialRead[]
-    return row && withinTokenCap(row, now) ? active(row) : undefined
-  })
-}
 
 const findUsableWithPoliciesQuery = precompiled(
   (db: Executor, accountId: string, digest: string, now: string) =>
@@ -99,7 +91,7 @@ export async function findUsableWithPolicies(
   db: Executor,
   digest: string,
   now: string,
-): Promise<{ credential: ActiveCredential; policies: string[] } | undefined> {
+): Promise<{ credential: ActiveCredential; policies: string[]; endsAtMs: number } | undefined> {
   return routeByDigest(db, digest, async (accountId) => {
     const rows = await findUsableWithPoliciesQuery(db, accountId, digest, now)
     const [first] = rows
@@ -107,7 +99,8 @@ export async function findUsableWithPolicies(
     const { policy: _policy, ...credential } = first
     if (!withinTokenCap(credential as CredentialRead, now)) return undefined
     const policies = rows.flatMap((r) => (r.policy === null ? [] : [r.policy])).sort()
-    return { credential: active(credential as CredentialRead), policies }
+    const read = credential as CredentialRead
+    return { credential: active(read), policies, endsAtMs: endOf(read) }
   })
 }
 

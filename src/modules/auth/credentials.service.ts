@@ -4,11 +4,13 @@ import type {
   RequestedExpiry,
   UserCredentials,
 } from '../../access/credentials.js'
+import { ExactCache } from '../../access/exact-cache.js'
 import { digestSecret, randomCredential } from '../../crypto/secrets.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { parseFutureTime } from '../../lib/input.js'
 import type { Executor } from '../../store/executor.js'
+import type { RightsFeed } from '../../store/rights-feed.js'
 import type { SettingsChange } from '../settings/settings.service.js'
 import * as repo from './credentials.repo.js'
 
@@ -32,26 +34,57 @@ export interface TokenCapSource {
  * so no further comparison is needed.
  */
 export class CredentialsService implements CredentialResolver, UserCredentials {
+  /** Resolved credentials by digest (issue 21): exact, emptied by every change of a right. */
+  readonly #resolved: ExactCache<{ credential: ActiveCredential; policies: string[] }>
+
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
     /** The account's own cap (account settings), read where each token is issued. */
     private readonly caps: TokenCapSource,
+    /** Tells the cache of resolved credentials when a right may have changed. */
+    rights: RightsFeed,
     /** Longest life a requested access token may have, in days (never below the 24 h default). */
     private readonly maxTokenDays = DEFAULT_ACCESS_TOKEN_MAX_DAYS,
-  ) {}
-
-  resolve(secret: string): Promise<ActiveCredential | undefined> {
-    return repo.findUsable(this.db, digestSecret(secret), this.clock.now().toISOString())
+  ) {
+    // Weighed by what may be large: the policies' text (and the user's attributes).
+    this.#resolved = new ExactCache(rights, {
+      weigh: (v) =>
+        256 + v.credential.attributes.length + v.policies.reduce((n, p) => n + p.length, 0),
+    })
   }
 
-  /** `resolve` plus the user's group policies (JSON texts, sorted), in one query. */
-  resolveWithPolicies(secret: string) {
-    return repo.findUsableWithPolicies(
-      this.db,
-      digestSecret(secret),
-      this.clock.now().toISOString(),
-    )
+  /** Credentials the cache holds now (tests show it is in use). */
+  get cachedCredentials(): number {
+    return this.#resolved.entries
+  }
+
+  /** The credential, from the cache when it holds it (read with its policies otherwise). */
+  async resolve(secret: string): Promise<ActiveCredential | undefined> {
+    return (await this.resolveWithPolicies(secret))?.credential
+  }
+
+  /**
+   * `resolve` plus the user's group policies (JSON texts, sorted): cached, or one query. The
+   * cache's ticket is taken before the query, so a result that raced a change is not stored.
+   */
+  async resolveWithPolicies(
+    secret: string,
+  ): Promise<{ credential: ActiveCredential; policies: string[] } | undefined> {
+    const digest = digestSecret(secret)
+    const now = this.clock.now()
+    const cached = this.#resolved.get(digest, now.getTime())
+    if (cached) return cached
+    const ticket = this.#resolved.ticket()
+    const found = await repo.findUsableWithPolicies(this.db, digest, now.toISOString())
+    if (!found) return undefined
+    // Shared by every request that hits the entry: frozen, so none can change another's view.
+    const value = Object.freeze({
+      credential: Object.freeze(found.credential),
+      policies: Object.freeze(found.policies) as string[],
+    })
+    this.#resolved.set(digest, value, now.getTime(), found.endsAtMs, ticket)
+    return value
   }
 
   /**

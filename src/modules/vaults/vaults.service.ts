@@ -1,9 +1,11 @@
+import { ExactCache } from '../../access/exact-cache.js'
 import type { Actor } from '../../access/principal.js'
 import { newTouchedId } from '../../audit/context.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { isForeignKeyViolation, isUniqueViolation } from '../../store/db-errors.js'
 import type { Executor } from '../../store/executor.js'
+import type { RightsFeed } from '../../store/rights-feed.js'
 import * as repo from './vaults.repo.js'
 
 export interface Vault {
@@ -32,10 +34,16 @@ const view = (row: repo.VaultRow): Vault => ({
 
 /** Named containers of documents, BLOBs and schemas; names are unique per account. */
 export class VaultsService {
+  /** Vault rows by account and id (issue 21): emptied by every committed write to `vaults`. */
+  readonly #rows: ExactCache<repo.VaultRow>
+
   constructor(
     private readonly db: Executor,
     private readonly clock: Clock,
-  ) {}
+    rights: RightsFeed,
+  ) {
+    this.#rows = new ExactCache(rights)
+  }
 
   async create(accountId: string, name: unknown): Promise<Vault> {
     const now = this.clock.now().toISOString()
@@ -54,8 +62,24 @@ export class VaultsService {
     return view(await this.require(this.db, accountId, id))
   }
 
-  /** The vault row or 404: every document, BLOB and schema request starts here. */
+  /**
+   * The vault row or 404: every document, BLOB and schema request starts here. Outside a
+   * transaction from the cache when it holds it; inside one always from the database, as the
+   * transaction's own check.
+   */
   async require(db: Executor, accountId: string, id: string): Promise<repo.VaultRow> {
+    if (db.isTransaction) return this.#read(db, accountId, id)
+    const key = `${accountId}/${id}`
+    const now = this.clock.now().getTime()
+    const cached = this.#rows.get(key, now)
+    if (cached) return cached
+    const ticket = this.#rows.ticket()
+    const row = Object.freeze(await this.#read(db, accountId, id))
+    this.#rows.set(key, row, now, Number.POSITIVE_INFINITY, ticket)
+    return row
+  }
+
+  async #read(db: Executor, accountId: string, id: string): Promise<repo.VaultRow> {
     const row = await repo.findById(db, accountId, id)
     if (!row) throw errors.notFound('Vault')
     return row

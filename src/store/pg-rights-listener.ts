@@ -1,0 +1,87 @@
+import pg from 'pg'
+import type { RightsFeed } from './rights-feed.js'
+
+/** First wait before reconnecting the listener, doubled per failure up to the second bound. */
+export const LISTENER_RETRY_MIN_MS = 50
+export const LISTENER_RETRY_MAX_MS = 5000
+
+export interface RightsListenerOptions {
+  url: string
+  channel: string
+  connectTimeoutMs: number
+  applicationName?: string
+  /** Told when the listening connection fails (never with the URL). */
+  onError: (error: Error) => void
+}
+
+/**
+ * The PostgreSQL side of the rights feed (issue 21): one dedicated connection, outside the pool
+ * (a pooled one is handed to requests and may be closed when idle), that LISTENs on the
+ * channel every rights write NOTIFYs (store/rights-driver.ts). Fail closed: the feed is trusted
+ * only from the moment LISTEN has been acknowledged; when the connection fails it is distrusted
+ * at once (every cache bypassed and emptied) and reconnected with exponential backoff, and once
+ * back the caches are emptied again (a notification may have been missed meanwhile).
+ */
+export class PgRightsListener {
+  #client: pg.Client | undefined
+  #retryMs = LISTENER_RETRY_MIN_MS
+  #timer: NodeJS.Timeout | undefined
+  #closed = false
+
+  constructor(
+    private readonly feed: RightsFeed,
+    private readonly options: RightsListenerOptions,
+  ) {}
+
+  start(): void {
+    void this.#connect()
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    if (this.#timer) clearTimeout(this.#timer)
+    const client = this.#client
+    this.#client = undefined
+    await client?.end().catch(() => undefined)
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      connectionTimeoutMillis: this.options.connectTimeoutMs,
+      keepAlive: true,
+      ...(this.options.applicationName ? { application_name: this.options.applicationName } : {}),
+    })
+    this.#client = client
+    let failed = false
+    const fail = (error: Error) => {
+      if (failed) return
+      failed = true
+      if (this.#client === client) this.#client = undefined
+      client.removeAllListeners('notification')
+      client.end().catch(() => undefined)
+      if (this.#closed) return
+      this.feed.setTrusted(false)
+      this.options.onError(error)
+      this.#timer = setTimeout(() => void this.#connect(), this.#retryMs)
+      this.#timer.unref()
+      this.#retryMs = Math.min(this.#retryMs * 2, LISTENER_RETRY_MAX_MS)
+    }
+    client.on('error', fail)
+    client.on('end', () => fail(new Error('rights listener connection ended')))
+    client.on('notification', (message) => {
+      if (message.channel === this.options.channel) this.feed.notified(message.payload ?? '')
+    })
+    try {
+      await client.connect()
+      await client.query(`LISTEN "${this.options.channel}"`)
+    } catch (error) {
+      fail(error as Error)
+      return
+    }
+    if (failed || this.#closed) return
+    this.#retryMs = LISTENER_RETRY_MIN_MS
+    this.feed.setTrusted(true)
+  }
+}
