@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { mkdirSync, renameSync, rmSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -26,7 +26,6 @@ import {
   settingsForLog,
 } from './config-env-file.js'
 import { buildConsentApp } from './consent-app.js'
-import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
 import { checkListenAddresses } from './http/listen-check.js'
 import { buildMetricsApp } from './http/metrics.js'
@@ -44,8 +43,11 @@ import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
-import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
-import { rotateMasterKey } from './modules/keys/rotation.js'
+import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
+import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
+import { loadMasterKey } from './modules/keys/master-key-source.js'
+import { runKeyRotation } from './modules/keys/rotate-command.js'
+import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
 import { isPostgresUrl, openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
@@ -128,13 +130,13 @@ async function start(
 ) {
   const { withConsent = false, meter } = options
   const store = await open(config)
-  const { key, generated } = await loadMasterKey(config, store)
+  const { key, keys, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
   const consent = withConsent ? await consentOptions(config, store, log) : undefined
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
-    masterKey: key,
+    masterKey: keys,
     blobStore: options.blobStore ?? blobStoreFor(config),
     ...(meter ? { meter } : {}),
     providers: config.providers,
@@ -173,6 +175,9 @@ async function start(
       ),
   })
   await deps.keyring.assertUnlocks()
+  // Migration 0019's backfill: it needs the master keys, so it runs here.
+  const fingerprinted = await backfillFingerprints(store, keys)
+  if (fingerprinted > 0) log({ data_keys: fingerprinted }, 'recorded master key fingerprints')
   const encrypted = await deps.users.encryptPlaintextAttributes()
   if (encrypted > 0) log({ users: encrypted }, 'encrypted user attributes stored in plaintext')
   return { store, deps }
@@ -315,6 +320,13 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   if (consentApp && tls.consent)
     served.push({ listener: 'consent', server: tlsServer(consentApp), material: tls.consent })
   const reloader = startCertificateReloads(config, served, first.log)
+  // `coffer keys rotate` on the key files: the new keys are held without a restart.
+  const keyFiles = watchKeyFiles({
+    config,
+    keys: deps.keyring.masterKeys,
+    store,
+    log: (obj, msg) => first.log.info(obj, msg),
+  })
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
@@ -328,7 +340,10 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     log: first.log,
     // With TLS, SIGHUP reloads the certificates (certbot's deploy hook) instead of stopping.
     ...(reloader ? { handledElsewhere: ['SIGHUP'] as const } : {}),
-    onShutdown: () => reloader?.stop(),
+    onShutdown: () => {
+      keyFiles.stop()
+      reloader?.stop()
+    },
   })
 }
 
@@ -410,42 +425,39 @@ function listenAddress(app: FastifyInstance): string {
   return typeof address === 'object' && address ? `http://${address.address}:${address.port}` : ''
 }
 
-/**
- * `coffer keys rotate`: with COFFER_NEW_MASTER_KEY the data keys move to that key; otherwise a
- * new key is generated into the key file (written beside it first, moved into place only after
- * the database commits). A key given in COFFER_MASTER_KEY can only be replaced by a given one.
- */
+/** `coffer keys rotate` (modules/keys/rotate-command.ts), under the audit trail. */
 async function rotateKeys(config: Config): Promise<void> {
   const store = await open(config)
+  const progress = terminalProgress('re-wrapped', 'data keys')
   try {
-    const { key: current } = await loadMasterKey(config, store)
-    if (config.masterKey && !config.newMasterKey) {
-      throw new Error(
-        'the master key comes from COFFER_MASTER_KEY: give the new one in COFFER_NEW_MASTER_KEY',
-      )
-    }
-    const next = config.newMasterKey
-      ? MasterKey.fromBase64(config.newMasterKey)
-      : MasterKey.generate()
-    const staged = `${config.masterKeyFile}.next`
-    const toFile = !config.masterKey
-    if (toFile) {
-      rmSync(staged, { force: true })
-      writeKeyFile(staged, next)
-    }
-    const rotated = await runAudited(
-      new AuditWriter(store.db, store.dialect),
-      { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
-      () => rotateMasterKey(store, current, next),
+    const result = await runKeyRotation(
+      config,
+      store,
+      (fn) =>
+        runAudited(
+          new AuditWriter(store.db, store.dialect),
+          { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
+          fn,
+        ),
+      (p) => progress.update(p.rewrapped, p.total),
     )
-    if (toFile) renameSync(staged, config.masterKeyFile)
-    const result = {
-      rotated_data_keys: rotated,
-      master_key_id: next.id,
-      ...(toFile ? { key_file: config.masterKeyFile } : {}),
-    }
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
+    progress.end()
+    const { rewrapped, notUnderCurrent, previousMayBeRetired, byMasterKey, ...rest } = result
+    process.stdout.write(
+      `${JSON.stringify(
+        {
+          ...rest,
+          rotated_data_keys: rewrapped,
+          not_under_current: notUnderCurrent,
+          previous_may_be_retired: previousMayBeRetired,
+          data_keys_by_master_key: byMasterKey,
+        },
+        null,
+        2,
+      )}\n`,
+    )
   } finally {
+    progress.end()
     await store.close()
   }
 }

@@ -2,16 +2,23 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { decodeStoredBase64, IntegrityError, KEY_BYTES, open, seal } from './aead.js'
-import type { MasterKey } from './master-key.js'
+import { MasterKey } from './master-key.js'
+import { MasterKeySet } from './master-key-set.js'
 
-/** A data key as stored: wrapped by the master key whose id it names. */
+/** A data key as stored: wrapped by the master key whose fingerprint it names. */
 export interface DataKeyRecord {
   account_id: string
   id: string
   wrapped_key: string
+  /** Before migration 0019 the key's legacy id; since, the same value as the fingerprint. */
   master_key_id: string
+  /** Null only on rows written before migration 0019 and not yet re-wrapped or backfilled. */
+  master_key_fingerprint: string | null
   created_at: string
 }
+
+/** Which master keys wrap some data key (distinct pairs). */
+export type WrappedBy = Pick<DataKeyRecord, 'master_key_id' | 'master_key_fingerprint'>
 
 /** Storage of wrapped data keys (implemented over the database in store/data-keys.repo.ts). */
 export interface DataKeyStore {
@@ -19,8 +26,8 @@ export interface DataKeyStore {
   findCurrent(accountId: string): Promise<DataKeyRecord | undefined>
   findById(accountId: string, id: string): Promise<DataKeyRecord | undefined>
   insert(record: DataKeyRecord): Promise<void>
-  /** Ids of every master key that wraps some data key. */
-  masterKeyIds(): Promise<string[]>
+  /** Every distinct (legacy id, fingerprint) naming the master key that wraps some data key. */
+  wrappedBy(): Promise<WrappedBy[]>
   /** Every data key of the account. */
   listForAccount(accountId: string): Promise<DataKeyRecord[]>
 }
@@ -37,18 +44,33 @@ export class Keyring {
   readonly #keys = new Map<string, Buffer>()
   readonly #current = new Map<string, Promise<{ id: string; key: Buffer }>>()
 
+  /** The master keys held: new data keys are wrapped by the current one, any one unwraps. */
+  readonly masterKeys: MasterKeySet
+
   constructor(
-    readonly master: MasterKey,
+    master: MasterKey | MasterKeySet,
     private readonly store: DataKeyStore,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.masterKeys = master instanceof MasterKey ? new MasterKeySet(master) : master
+  }
 
-  /** Throws unless every stored data key is wrapped by this master key (else nothing decrypts). */
+  /** The current master key (it wraps every new data key). */
+  get master(): MasterKey {
+    return this.masterKeys.current
+  }
+
+  /**
+   * Throws unless every stored data key is wrapped by a master key held (current or previous):
+   * else some data would not decrypt.
+   */
   async assertUnlocks(): Promise<void> {
-    const others = (await this.store.masterKeyIds()).filter((id) => id !== this.master.id)
+    const others = (await this.store.wrappedBy())
+      .filter((ref) => !this.masterKeys.holdsKeyOf(ref))
+      .map((ref) => ref.master_key_fingerprint ?? ref.master_key_id)
     if (others.length > 0) {
       throw new Error(
-        `the configured master key (id ${this.master.id}) does not unlock this database: its data keys are wrapped by master key ${others.join(', ')}`,
+        `the configured master key (id ${this.master.id}${this.masterKeys.previous.length > 0 ? `, previous ${this.masterKeys.previous.map((k) => k.id).join(', ')}` : ''}) does not unlock this database: its data keys are wrapped by master key ${[...new Set(others)].join(', ')}`,
       )
     }
   }
@@ -106,6 +128,7 @@ export class Keyring {
       id,
       wrapped_key: this.master.wrap(key, `${accountId}\n${id}`),
       master_key_id: this.master.id,
+      master_key_fingerprint: this.master.id,
       created_at: this.clock.now().toISOString(),
     }
     this.#keys.set(`${accountId}\n${id}`, key)
@@ -144,10 +167,7 @@ export class Keyring {
   }
 
   #unwrap(record: DataKeyRecord): Buffer {
-    if (record.master_key_id !== this.master.id) {
-      throw new IntegrityError('data key is wrapped by another master key')
-    }
-    const key = this.master.unwrap(record.wrapped_key, `${record.account_id}\n${record.id}`)
+    const { key } = this.masterKeys.unwrap(record)
     this.#keys.set(`${record.account_id}\n${record.id}`, key)
     return key
   }

@@ -15,6 +15,7 @@ import * as m0013 from './0013_account_settings.js'
 import * as m0014 from './0014_audit_trail.js'
 import * as m0015 from './0015_operations_metering.js'
 import * as m0017 from './0017_policy_simulator.js'
+import * as m0019 from './0019_master_key_fingerprint.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_audit_trail': m0014,
   '0015_operations_metering': m0015,
   '0017_policy_simulator': m0017,
+  '0019_master_key_fingerprint': m0019,
 }
