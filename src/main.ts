@@ -439,7 +439,7 @@ async function rotateKeys(config: Config): Promise<void> {
           { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
           fn,
         ),
-      (p) => progress.update(p.rewrapped, p.total),
+      { onProgress: (p) => progress.update(p.rewrapped, p.total) },
     )
     progress.end()
     const { rewrapped, notUnderCurrent, previousMayBeRetired, byMasterKey, ...rest } = result

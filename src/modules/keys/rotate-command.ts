@@ -46,7 +46,7 @@ export async function runKeyRotation(
   config: RotateCommandConfig,
   store: Store,
   rewrap: (fn: () => Promise<RotationReport>) => Promise<RotationReport>,
-  onProgress?: (progress: RotationProgress) => void,
+  options: { onProgress?: (progress: RotationProgress) => void; batchSize?: number } = {},
 ): Promise<RotateCommandResult> {
   const held = await loadMasterKey(config, store)
   let keys: MasterKeySet
@@ -78,7 +78,7 @@ export async function runKeyRotation(
   // Before any file is written: every data key must open with the keys in hand.
   await new Keyring(keys, dataKeyStore(store.db), systemClock).assertUnlocks()
   if (writeFiles) moveKeyFile(config, keys)
-  const report = await rewrap(() => rotateMasterKey(store, keys, { onProgress }))
+  const report = await rewrap(() => rotateMasterKey(store, keys, options))
   const retired = report.notUnderCurrent === 0
   if (onKeyFile && retired) removePreviousKeysFile(config.masterKeyPreviousFile)
   return {
