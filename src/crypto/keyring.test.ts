@@ -4,13 +4,19 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { IntegrityError, NONCE_BYTES, TAG_BYTES } from './aead.js'
-import { type DataKeyRecord, type DataKeyStore, Keyring, type WrappedBy } from './keyring.js'
+import {
+  CURRENT_KEY_TTL_MS,
+  type DataKeyRecord,
+  type DataKeyStore,
+  Keyring,
+  type WrappedBy,
+} from './keyring.js'
 import { MasterKey } from './master-key.js'
 import { MasterKeySet } from './master-key-set.js'
 
 /**
  * The data-key table in memory, with the repository's semantics (store/data-keys.repo.ts):
- * `findCurrent` is the oldest key of the account. Every call yields to the event loop first,
+ * `findCurrent` is the newest key of the account. Every call yields to the event loop first,
  * as a database round trip would, so concurrent callers really interleave.
  */
 class MemoryDataKeyStore implements DataKeyStore {
@@ -28,7 +34,7 @@ class MemoryDataKeyStore implements DataKeyStore {
     await this.#roundTrip()
     return this.records
       .filter((r) => r.account_id === accountId)
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))[0]
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id))[0]
   }
   async findById(accountId: string, id: string) {
     await this.#roundTrip()
@@ -421,5 +427,25 @@ describe('MasterKey fingerprint', () => {
     expect(() => MasterKeySet.parseList('nope')).toThrow('exactly 32 bytes')
     // the current key given again as a previous one is held once
     expect(new MasterKeySet(a, [a, b, b]).fingerprints()).toEqual([a.id, b.id])
+  })
+})
+
+describe('Keyring.addDataKey (keys reencrypt)', () => {
+  it('makes a new data key current here at once and on other nodes after the TTL; old ciphertexts still open', async () => {
+    const k = setup()
+    const other = restarted(k)
+    const before = await k.keyring.encrypt(A, 'before', ctx)
+    const oldId = Keyring.keyIdOf(before)
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(oldId)
+    const newId = await k.keyring.addDataKey(A)
+    expect(newId).not.toBe(oldId)
+    expect(Keyring.keyIdOf(await k.keyring.encrypt(A, 'after', ctx))).toBe(newId)
+    // the other node keeps its cached key until the TTL passes, then reads the newest
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(oldId)
+    clock.advance(CURRENT_KEY_TTL_MS + 1)
+    await other.encrypt(A, 'x', ctx) // starts the refresh
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(newId)
+    expect(await other.decryptText(A, before, ctx)).toBe('before')
+    expect(Keyring.keyIdOf('plain')).toBeUndefined()
   })
 })

@@ -22,7 +22,10 @@ export type WrappedBy = Pick<DataKeyRecord, 'master_key_id' | 'master_key_finger
 
 /** Storage of wrapped data keys (implemented over the database in store/data-keys.repo.ts). */
 export interface DataKeyStore {
-  /** The account's oldest data key: the one new ciphertexts use. */
+  /**
+   * The account's newest data key: the one new ciphertexts use (`coffer keys reencrypt` adds a
+   * newer one; before it, an account had one key, or two only after a lost creation race).
+   */
   findCurrent(accountId: string): Promise<DataKeyRecord | undefined>
   findById(accountId: string, id: string): Promise<DataKeyRecord | undefined>
   insert(record: DataKeyRecord): Promise<void>
@@ -33,6 +36,11 @@ export interface DataKeyStore {
 }
 
 const PREFIX = 'c1'
+/**
+ * How long a node keeps using the current data key it knows before asking the store again: a
+ * key added by `coffer keys reencrypt` in another process is used for new writes within this.
+ */
+export const CURRENT_KEY_TTL_MS = 5000
 
 /**
  * Envelope encryption of fields: each account has a random data key, wrapped by the master key
@@ -43,6 +51,8 @@ const PREFIX = 'c1'
 export class Keyring {
   readonly #keys = new Map<string, Buffer>()
   readonly #current = new Map<string, Promise<{ id: string; key: Buffer }>>()
+  /** When each account's current key was last read from the store (ms since the epoch). */
+  readonly #currentReadAt = new Map<string, number>()
 
   /** The master keys held: new data keys are wrapped by the current one, any one unwraps. */
   readonly masterKeys: MasterKeySet
@@ -135,6 +145,29 @@ export class Keyring {
     return { record, key }
   }
 
+  /**
+   * Adds a new data key to the account and makes it current here at once (other nodes within
+   * CURRENT_KEY_TTL_MS): what `coffer keys reencrypt` moves the account's content to.
+   */
+  async addDataKey(accountId: string): Promise<string> {
+    const { record, key } = this.#newKey(accountId)
+    await this.store.insert(record)
+    this.#current.set(accountId, Promise.resolve({ id: record.id, key }))
+    this.#currentReadAt.set(accountId, this.clock.now().getTime())
+    return record.id
+  }
+
+  /** The id of the data key new ciphertexts of the account use. */
+  async currentKeyId(accountId: string): Promise<string> {
+    return (await this.#currentKey(accountId)).id
+  }
+
+  /** The id of the data key a ciphertext names (undefined: not a ciphertext of this format). */
+  static keyIdOf(ciphertext: string): string | undefined {
+    const [prefix, id] = ciphertext.split('.')
+    return prefix === PREFIX ? id : undefined
+  }
+
   /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */
   static isCiphertext(text: string): boolean {
     return text.startsWith(`${PREFIX}.`)
@@ -142,12 +175,40 @@ export class Keyring {
 
   #currentKey(accountId: string): Promise<{ id: string; key: Buffer }> {
     let pending = this.#current.get(accountId)
+    const readAt = this.#currentReadAt.get(accountId)
+    const now = this.clock.now().getTime()
+    if (pending && readAt !== undefined && now - readAt > CURRENT_KEY_TTL_MS) {
+      // Another process may have added a newer key (keys reencrypt): look again, once per TTL.
+      const cached = pending
+      pending = this.#refreshCurrent(accountId, cached)
+      this.#current.set(accountId, pending)
+      this.#currentReadAt.set(accountId, now)
+    }
     if (!pending) {
+      this.#currentReadAt.set(accountId, now)
       pending = this.#loadOrCreate(accountId)
       this.#current.set(accountId, pending)
       pending.catch(() => this.#current.delete(accountId))
     }
     return pending
+  }
+
+  /** The store's current key, or the cached one when the store cannot tell. */
+  async #refreshCurrent(
+    accountId: string,
+    cached: Promise<{ id: string; key: Buffer }>,
+  ): Promise<{ id: string; key: Buffer }> {
+    try {
+      const record = await this.store.findCurrent(accountId)
+      const known = await cached
+      if (!record || record.id === known.id) return known
+      return {
+        id: record.id,
+        key: this.#keys.get(`${accountId}\n${record.id}`) ?? this.#unwrap(record),
+      }
+    } catch {
+      return cached
+    }
   }
 
   async #loadOrCreate(accountId: string): Promise<{ id: string; key: Buffer }> {

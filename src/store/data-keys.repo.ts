@@ -9,8 +9,8 @@ export function dataKeyStore(db: Executor): DataKeyStore {
         .selectFrom('data_keys')
         .selectAll()
         .where('account_id', '=', accountId)
-        .orderBy('created_at')
-        .orderBy('id')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
         .limit(1)
         .executeTakeFirst(),
     findById: (accountId, id) =>
