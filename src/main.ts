@@ -46,9 +46,11 @@ import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
+import { reencryptAccount } from './modules/keys/reencrypt.js'
 import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
+import { accountsWithDataKeys } from './store/data-keys.repo.js'
 import { isPostgresUrl, openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
 
@@ -59,7 +61,11 @@ commands:
                    --only api|consent runs one of them (or COFFER_SERVE)
   migrate          bring the database schema up to date
   account create   create an account with an admin user; prints its credentials as JSON
-  keys rotate      re-wrap every data key under a new master key (content is not rewritten)
+  keys rotate      re-wrap every data key under the current master key, online and resumable
+                   (content is not rewritten; README: key rotation runbook)
+  keys reencrypt [--account <id>]
+                   new data keys, every document and user's attributes re-encrypted under
+                   them, online and resumable
   mfa reset <account_id> <user_id>
                    unenroll a user from MFA (recovery after a lost device); prints JSON
   audit verify [--account <id>]
@@ -462,6 +468,41 @@ async function rotateKeys(config: Config): Promise<void> {
   }
 }
 
+/** `--account <id>` of `keys reencrypt`: undefined for every account, null when malformed. */
+function reencryptAccountArg(args: string[]): string | undefined | null {
+  if (args.length === 0) return undefined
+  const [flag, id, ...rest] = args
+  if (flag !== '--account' || !id || rest.length > 0 || !isUuid(id)) return null
+  return id.toLowerCase()
+}
+
+/** `coffer keys reencrypt`: each account in turn (modules/keys/reencrypt.ts). */
+async function reencryptCommand(store: Store, deps: Deps, accountId: string | undefined) {
+  const known = await accountsWithDataKeys(store.db)
+  if (accountId !== undefined && !known.includes(accountId)) {
+    throw new Error(`no account ${accountId} (or it holds no encrypted data)`)
+  }
+  const accounts = accountId ? [accountId] : known
+  const columns = [deps.documents.sealedColumn(), deps.users.sealedColumn()]
+  const progress = terminalProgress('re-encrypted', 'records')
+  let records = 0
+  const results = []
+  try {
+    for (const [i, account] of accounts.entries()) {
+      results.push(
+        await reencryptAccount(deps.keyring, columns, account, {
+          onRecord: () =>
+            progress.update(++records, records, `(account ${i + 1}/${accounts.length})`),
+        }),
+      )
+    }
+  } finally {
+    progress.end()
+  }
+  const done = results.every((r) => r.remaining === 0)
+  return { done, accounts: results }
+}
+
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
 function serveMode(args: string[], configured: ServeMode): ServeMode {
   if (args.length === 0) return configured
@@ -544,6 +585,29 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'keys' && sub === 'rotate') {
     await rotateKeys(config)
     return 0
+  }
+  if (command === 'keys' && sub === 'reencrypt') {
+    const accountId = reencryptAccountArg(argv.slice(2))
+    if (accountId === null) {
+      process.stderr.write('usage: coffer keys reencrypt [--account <account_id>] (a UUID)\n')
+      return 1
+    }
+    const { store, deps } = await start(config, stderrLog)
+    try {
+      const report = await audited(
+        deps,
+        {
+          operation: 'cli.keys.reencrypt',
+          route: 'coffer keys reencrypt [--account <account_id>]',
+          ...(accountId ? { accountId } : {}),
+        },
+        () => reencryptCommand(store, deps, accountId),
+      )
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+      return report.done ? 0 : 2
+    } finally {
+      await store.close()
+    }
   }
   if (command === 'consent' && sub === 'export') {
     const args = parseExportArgs(argv.slice(2))

@@ -448,4 +448,14 @@ describe('Keyring.addDataKey (keys reencrypt)', () => {
     expect(await other.decryptText(A, before, ctx)).toBe('before')
     expect(Keyring.keyIdOf('plain')).toBeUndefined()
   })
+
+  it('a node that created the account key itself also re-reads the current key after the TTL', async () => {
+    const k = setup()
+    const record = k.keyring.newAccountKey(B)
+    await k.store.insert(record)
+    expect(await k.keyring.currentKeyId(B)).toBe(record.id)
+    const added = await restarted(k).addDataKey(B)
+    clock.advance(CURRENT_KEY_TTL_MS + 1)
+    expect(await k.keyring.currentKeyId(B)).toBe(added)
+  })
 })

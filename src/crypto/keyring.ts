@@ -175,9 +175,11 @@ export class Keyring {
 
   #currentKey(accountId: string): Promise<{ id: string; key: Buffer }> {
     let pending = this.#current.get(accountId)
-    const readAt = this.#currentReadAt.get(accountId)
     const now = this.clock.now().getTime()
-    if (pending && readAt !== undefined && now - readAt > CURRENT_KEY_TTL_MS) {
+    // A key set by newAccountKey counts as read when first used.
+    if (pending && !this.#currentReadAt.has(accountId)) this.#currentReadAt.set(accountId, now)
+    const readAt = this.#currentReadAt.get(accountId) ?? now
+    if (pending && now - readAt > CURRENT_KEY_TTL_MS) {
       // Another process may have added a newer key (keys reencrypt): look again, once per TTL.
       const cached = pending
       pending = this.#refreshCurrent(accountId, cached)

@@ -121,3 +121,14 @@ export async function setFingerprint(
     .where('master_key_fingerprint', 'is', null)
     .execute()
 }
+
+/** Every account that has a data key (every account since encryption at rest), by id. */
+export async function accountsWithDataKeys(db: Executor): Promise<string[]> {
+  const rows = await db
+    .selectFrom('data_keys')
+    .select('account_id')
+    .distinct()
+    .orderBy('account_id')
+    .execute()
+  return rows.map((r) => r.account_id)
+}

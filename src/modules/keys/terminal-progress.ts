@@ -9,18 +9,18 @@ export function terminalProgress(
   verb: string,
   noun: string,
   stream: NodeJS.WriteStream = process.stderr,
-): { update(done: number, total: number): void; end(): void } {
+): { update(done: number, total: number, note?: string): void; end(): void } {
   const shown = stream.isTTY === true
   let last = 0
   let drawn = false
   return {
-    update(done, total) {
+    update(done, total, note) {
       if (!shown) return
       const now = Date.now()
       if (drawn && now - last < REDRAW_MS && done < total) return
       last = now
       drawn = true
-      stream.write(`\r${verb} ${done}/${total} ${noun}`)
+      stream.write(`\r${verb} ${done}/${total} ${noun}${note ? ` ${note}` : ''}`)
     },
     end() {
       if (shown && drawn) stream.write('\n')
