@@ -483,7 +483,11 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
     throw new Error(`no account ${accountId} (or it holds no encrypted data)`)
   }
   const accounts = accountId ? [accountId] : known
-  const columns = [deps.documents.sealedColumn(), deps.users.sealedColumn()]
+  const columns = [
+    deps.documents.sealedColumn(),
+    deps.users.sealedColumn(),
+    deps.blobService.sealedColumn(),
+  ]
   const progress = terminalProgress('re-encrypted', 'records')
   let records = 0
   const results = []

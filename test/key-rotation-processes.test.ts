@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { FsBlobStore } from '../src/blob/fs-blob-store.js'
@@ -10,6 +11,7 @@ import { migrateToLatest } from '../src/store/migrate.js'
 import { basicHeader, TEST_ARGON2 } from './helpers/app.js'
 import {
   bootstrapCredentials,
+  clusterBlobEnv,
   runCoffer,
   type ServerProcess,
   sharedDatabase,
@@ -121,6 +123,14 @@ async function readsBack(url: string, written: Written[]): Promise<string[]> {
   return problems
 }
 
+/** Every file under a folder (the fs BLOB store's objects). */
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort()
+}
+
 async function newVault(url: string, apiKey: string): Promise<string> {
   const res = await fetch(`${url}/v1/vaults`, {
     method: 'POST',
@@ -215,8 +225,11 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
     const servers: ServerProcess[] = []
     try {
       const [dirA, dirB, dirCli] = [db.dataDir(), db.dataDir(), db.dataDir()]
-      servers.push(await startServerProcess(db.env(dirA)))
-      servers.push(await startServerProcess(db.env(dirB)))
+      // One BLOB folder for the servers and the command (on SQLite too).
+      const blobs = join(db.dataDir(), 'blobs')
+      const env = (dir: string) => ({ ...db.env(dir), ...clusterBlobEnv(blobs) })
+      servers.push(await startServerProcess(env(dirA)))
+      servers.push(await startServerProcess(env(dirB)))
       const admin = bootstrapCredentials(dirA)
       const url = (servers[0] as ServerProcess).url
       const user = await fetch(`${url}/v1/users`, {
@@ -230,6 +243,19 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
       expect(user.status).toBe(200)
       const userId = ((await user.json()) as { user: { id: string } }).user.id
       const accounts = [{ apiKey: admin.api_key, vaultId: await newVault(url, admin.api_key) }]
+      const vaultId = (accounts[0] as { vaultId: string }).vaultId
+      const bytes = randomBytes(200_000)
+      const form = new FormData()
+      form.append('file', new Blob([bytes]), 'scan.bin')
+      const upload = await fetch(`${url}/v1/vaults/${vaultId}/blobs`, {
+        method: 'POST',
+        headers: { authorization: basicHeader(admin.api_key) },
+        body: form,
+      })
+      expect(upload.status, await upload.clone().text()).toBe(200)
+      const blobId = ((await upload.json()) as { blob_id: string }).blob_id
+      const objectsBefore = listFiles(blobs)
+      expect(objectsBefore).toHaveLength(1)
       const load = startLoad(() => servers, accounts)
       while (load.written.length < 30) await new Promise((r) => setTimeout(r, 20))
       const store = db.open()
@@ -240,8 +266,10 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
         .execute()
       const ran = await runCoffer(
         ['keys', 'reencrypt', '--account', admin.account_id],
-        db.env(dirCli),
-      )
+        env(dirCli),
+      ).catch((e: { code: number; stdout: string; stderr: string }) => {
+        throw new Error(`exit ${e.code}: ${e.stdout} ${e.stderr}`)
+      })
       const writtenDuring = load.written.length
       // keep the load on a little after the command: writes now use the new key everywhere
       while (load.written.length < writtenDuring + 10) await new Promise((r) => setTimeout(r, 20))
@@ -253,6 +281,16 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
       expect(account).toMatchObject({ account_id: admin.account_id, resumed: false, remaining: 0 })
       expect(account.reencrypted.documents).toBeGreaterThanOrEqual(30)
       expect(account.reencrypted.user_attributes).toBeGreaterThanOrEqual(2)
+      expect(account.reencrypted.blobs).toBe(1)
+      // the BLOB: a new object under a new stream key, the old object gone, the bytes the same
+      const objectsAfter = listFiles(blobs)
+      expect(objectsAfter).toHaveLength(1)
+      expect(objectsAfter).not.toEqual(objectsBefore)
+      const download = await fetch(`${url}/v1/vaults/${vaultId}/blobs/${blobId}`, {
+        headers: { authorization: basicHeader(admin.api_key) },
+      })
+      expect(download.status).toBe(200)
+      expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true)
       expect(keyBefore.map((k) => k.id)).not.toContain(account.data_key_id)
       try {
         // every document and attribute of the account is under the new data key
@@ -270,6 +308,9 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
           .execute()
         for (const u of users)
           expect(u.attributes.startsWith(`c1.${account.data_key_id}.`)).toBe(true)
+        const blobRows = await store.db.selectFrom('blobs').select('content_key').execute()
+        for (const b of blobRows)
+          expect(b.content_key.startsWith(`c1.${account.data_key_id}.`)).toBe(true)
       } finally {
         await store.close()
       }
@@ -283,12 +324,12 @@ describe(`keys reencrypt while serving (${testDialect}, two server processes)`, 
         ssn: '078-05-1120',
       })
       // run again: a fresh key, nothing lost
-      const again = JSON.parse((await runCoffer(['keys', 'reencrypt'], db.env(dirCli))).stdout)
+      const again = JSON.parse((await runCoffer(['keys', 'reencrypt'], env(dirCli))).stdout)
       expect(again.done).toBe(true)
       expect(again.accounts[0].data_key_id).not.toBe(account.data_key_id)
       expect(await readsBack(url, load.written)).toEqual([])
       // a malformed or unknown account is refused, nothing changed
-      const bad = await runCoffer(['keys', 'reencrypt', '--account', 'nope'], db.env(dirCli)).catch(
+      const bad = await runCoffer(['keys', 'reencrypt', '--account', 'nope'], env(dirCli)).catch(
         (e: { code: number; stderr: string }) => e,
       )
       expect((bad as { code: number }).code).toBe(1)

@@ -28,4 +28,10 @@ export interface SealedColumn {
    * between wins: it is picked up by the next pass). Returns whether it was replaced.
    */
   replace(accountId: string, record: SealedRecord, sealed: string): Promise<boolean>
+  /**
+   * When present, re-encrypts the record itself instead of decrypt / encrypt / replace (a BLOB:
+   * its content goes to a new object under a new stream key sealed by the current data key).
+   * Same contract as `replace`: false when the record changed meanwhile.
+   */
+  reencrypt?(accountId: string, record: SealedRecord): Promise<boolean>
 }

@@ -64,6 +64,19 @@ export async function reencryptAccount(
         if (page.length === 0) break
         after = page[page.length - 1]?.id
         for (const record of page) {
+          const own = column.reencrypt
+          if (own) {
+            let replaced: boolean
+            try {
+              replaced = await withWriteRetry(() => own.call(column, accountId, record))
+            } catch {
+              unreadable.add(`${column.name}/${record.id}`)
+              continue
+            }
+            if (replaced) reencrypted[column.name] = (reencrypted[column.name] ?? 0) + 1
+            options.onRecord?.()
+            continue
+          }
           let sealed: string
           try {
             const plain = await keyring.decrypt(accountId, record.ciphertext, record.context)
