@@ -47,6 +47,13 @@ export interface Config {
   newMasterKey: string | undefined
   /** Where the master key is read from (and, for a new embedded database, generated into). */
   masterKeyFile: string
+  /** COFFER_MASTER_KEY_PREVIOUS: comma-separated base64 keys that only unwrap (key rotation). */
+  masterKeyPrevious: string | undefined
+  /**
+   * COFFER_MASTER_KEY_PREVIOUS_FILE (default: the key file's path + `.previous`): more previous
+   * keys; `coffer keys rotate` writes it on the embedded key file and removes it when done.
+   */
+  masterKeyPreviousFile: string
   blobStore: BlobSettings['blobStore']
   /** COFFER_BLOB_STORE was given (PostgreSQL asks for it: see clusterBlobProblems). */
   blobStoreExplicit: boolean
@@ -585,6 +592,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (masterKey !== undefined && !/^[A-Za-z0-9+/]{43}=?$/.test(masterKey.trim())) {
     problems.push('COFFER_MASTER_KEY must be the base64 of exactly 32 bytes')
   }
+  const masterKeyPrevious = env.COFFER_MASTER_KEY_PREVIOUS || undefined
+  if (
+    masterKeyPrevious !== undefined &&
+    !masterKeyPrevious.split(',').every((part) => /^[A-Za-z0-9+/]{43}=?$/.test(part.trim()))
+  ) {
+    problems.push(
+      'COFFER_MASTER_KEY_PREVIOUS must be comma-separated base64 keys of exactly 32 bytes each',
+    )
+  }
   const newMasterKey = env.COFFER_NEW_MASTER_KEY || undefined
   if (newMasterKey !== undefined && !/^[A-Za-z0-9+/]{43}=?$/.test(newMasterKey.trim())) {
     problems.push('COFFER_NEW_MASTER_KEY must be the base64 of exactly 32 bytes')
@@ -654,6 +670,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = listenHost('COFFER_HOST', env.COFFER_HOST, '127.0.0.1', problems)
   const database = databaseLimits(env, searchTimeoutMs, problems)
   const trust = trustProxy(env.COFFER_TRUST_PROXY, problems, notes)
+  const masterKeyFile = resolve(env.COFFER_MASTER_KEY_FILE || join(dataDir, 'master.key'))
   const config: Config = {
     host,
     port: port('COFFER_PORT', env.COFFER_PORT, 8080, problems),
@@ -665,7 +682,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env: appEnv as Config['env'],
     masterKey,
     newMasterKey,
-    masterKeyFile: resolve(env.COFFER_MASTER_KEY_FILE || join(dataDir, 'master.key')),
+    masterKeyFile,
+    masterKeyPrevious,
+    masterKeyPreviousFile: resolve(
+      env.COFFER_MASTER_KEY_PREVIOUS_FILE || `${masterKeyFile}.previous`,
+    ),
     ...blobs,
     providers: providers(env, problems),
     passwordResetTtlMinutes: resetTtl,

@@ -5,6 +5,7 @@ import { S3BlobStore } from './blob/s3-blob-store.js'
 import { type Config, DEFAULT_PROVIDERS, type ProviderConfig } from './config.js'
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
+import type { MasterKeySet } from './crypto/master-key-set.js'
 import {
   type HashingLimits,
   PasswordHasher,
@@ -90,7 +91,7 @@ export interface Deps {
 
 export interface DepsOptions {
   /** The key that unlocks this database's data keys (see modules/keys/master-key-source.ts). */
-  masterKey: MasterKey
+  masterKey: MasterKey | MasterKeySet
   blobStore: BlobStore
   clock?: Clock
   /** Told when a garbage BLOB object could not be deleted (it is left behind, not lost data). */

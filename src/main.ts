@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { mkdirSync, renameSync, rmSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -26,7 +26,6 @@ import {
   settingsForLog,
 } from './config-env-file.js'
 import { buildConsentApp } from './consent-app.js'
-import { MasterKey } from './crypto/master-key.js'
 import { blobStoreFor, createDeps, type Deps } from './deps.js'
 import { checkListenAddresses } from './http/listen-check.js'
 import { buildMetricsApp } from './http/metrics.js'
@@ -44,9 +43,14 @@ import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
-import { loadMasterKey, writeKeyFile } from './modules/keys/master-key-source.js'
-import { rotateMasterKey } from './modules/keys/rotation.js'
+import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
+import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
+import { loadMasterKey } from './modules/keys/master-key-source.js'
+import { reencryptAccount } from './modules/keys/reencrypt.js'
+import { runKeyRotation } from './modules/keys/rotate-command.js'
+import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
+import { accountsWithDataKeys } from './store/data-keys.repo.js'
 import { isPostgresUrl, openStore, type Store } from './store/db.js'
 import { migrateToLatest } from './store/migrate.js'
 
@@ -57,7 +61,11 @@ commands:
                    --only api|consent runs one of them (or COFFER_SERVE)
   migrate          bring the database schema up to date
   account create   create an account with an admin user; prints its credentials as JSON
-  keys rotate      re-wrap every data key under a new master key (content is not rewritten)
+  keys rotate      re-wrap every data key under the current master key, online and resumable
+                   (content is not rewritten; README: key rotation runbook)
+  keys reencrypt [--account <id>]
+                   new data keys, every document and user's attributes re-encrypted under
+                   them, online and resumable
   mfa reset <account_id> <user_id>
                    unenroll a user from MFA (recovery after a lost device); prints JSON
   audit verify [--account <id>]
@@ -130,13 +138,13 @@ async function start(
 ) {
   const { withConsent = false, meter } = options
   const store = await open(config, config.search.workers)
-  const { key, generated } = await loadMasterKey(config, store)
+  const { key, keys, generated } = await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
   const consent = withConsent ? await consentOptions(config, store, log) : undefined
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
-    masterKey: key,
+    masterKey: keys,
     blobStore: options.blobStore ?? blobStoreFor(config),
     ...(meter ? { meter } : {}),
     providers: config.providers,
@@ -176,6 +184,9 @@ async function start(
       ),
   })
   await deps.keyring.assertUnlocks()
+  // Migration 0019's backfill: it needs the master keys, so it runs here.
+  const fingerprinted = await backfillFingerprints(store, keys)
+  if (fingerprinted > 0) log({ data_keys: fingerprinted }, 'recorded master key fingerprints')
   const encrypted = await deps.users.encryptPlaintextAttributes()
   if (encrypted > 0) log({ users: encrypted }, 'encrypted user attributes stored in plaintext')
   return { store, deps }
@@ -321,6 +332,13 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   if (consentApp && tls.consent)
     served.push({ listener: 'consent', server: tlsServer(consentApp), material: tls.consent })
   const reloader = startCertificateReloads(config, served, first.log)
+  // `coffer keys rotate` on the key files: the new keys are held without a restart.
+  const keyFiles = watchKeyFiles({
+    config,
+    keys: deps.keyring.masterKeys,
+    store,
+    log: (obj, msg) => first.log.info(obj, msg),
+  })
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
@@ -338,7 +356,10 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     log: first.log,
     // With TLS, SIGHUP reloads the certificates (certbot's deploy hook) instead of stopping.
     ...(reloader ? { handledElsewhere: ['SIGHUP'] as const } : {}),
-    onShutdown: () => reloader?.stop(),
+    onShutdown: () => {
+      keyFiles.stop()
+      reloader?.stop()
+    },
   })
 }
 
@@ -420,44 +441,80 @@ function listenAddress(app: FastifyInstance): string {
   return typeof address === 'object' && address ? `http://${address.address}:${address.port}` : ''
 }
 
-/**
- * `coffer keys rotate`: with COFFER_NEW_MASTER_KEY the data keys move to that key; otherwise a
- * new key is generated into the key file (written beside it first, moved into place only after
- * the database commits). A key given in COFFER_MASTER_KEY can only be replaced by a given one.
- */
+/** `coffer keys rotate` (modules/keys/rotate-command.ts), under the audit trail. */
 async function rotateKeys(config: Config): Promise<void> {
   const store = await open(config)
+  const progress = terminalProgress('re-wrapped', 'data keys')
   try {
-    const { key: current } = await loadMasterKey(config, store)
-    if (config.masterKey && !config.newMasterKey) {
-      throw new Error(
-        'the master key comes from COFFER_MASTER_KEY: give the new one in COFFER_NEW_MASTER_KEY',
-      )
-    }
-    const next = config.newMasterKey
-      ? MasterKey.fromBase64(config.newMasterKey)
-      : MasterKey.generate()
-    const staged = `${config.masterKeyFile}.next`
-    const toFile = !config.masterKey
-    if (toFile) {
-      rmSync(staged, { force: true })
-      writeKeyFile(staged, next)
-    }
-    const rotated = await runAudited(
-      new AuditWriter(store.db, store.dialect),
-      { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
-      () => rotateMasterKey(store, current, next),
+    const result = await runKeyRotation(
+      config,
+      store,
+      (fn) =>
+        runAudited(
+          new AuditWriter(store.db, store.dialect),
+          { operation: 'cli.keys.rotate', route: 'coffer keys rotate' },
+          fn,
+        ),
+      { onProgress: (p) => progress.update(p.rewrapped, p.total) },
     )
-    if (toFile) renameSync(staged, config.masterKeyFile)
-    const result = {
-      rotated_data_keys: rotated,
-      master_key_id: next.id,
-      ...(toFile ? { key_file: config.masterKeyFile } : {}),
-    }
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
+    progress.end()
+    const { rewrapped, notUnderCurrent, previousMayBeRetired, byMasterKey, ...rest } = result
+    process.stdout.write(
+      `${JSON.stringify(
+        {
+          ...rest,
+          rotated_data_keys: rewrapped,
+          not_under_current: notUnderCurrent,
+          previous_may_be_retired: previousMayBeRetired,
+          data_keys_by_master_key: byMasterKey,
+        },
+        null,
+        2,
+      )}\n`,
+    )
   } finally {
+    progress.end()
     await store.close()
   }
+}
+
+/** `--account <id>` of `keys reencrypt`: undefined for every account, null when malformed. */
+function reencryptAccountArg(args: string[]): string | undefined | null {
+  if (args.length === 0) return undefined
+  const [flag, id, ...rest] = args
+  if (flag !== '--account' || !id || rest.length > 0 || !isUuid(id)) return null
+  return id.toLowerCase()
+}
+
+/** `coffer keys reencrypt`: each account in turn (modules/keys/reencrypt.ts). */
+async function reencryptCommand(store: Store, deps: Deps, accountId: string | undefined) {
+  const known = await accountsWithDataKeys(store.db)
+  if (accountId !== undefined && !known.includes(accountId)) {
+    throw new Error(`no account ${accountId} (or it holds no encrypted data)`)
+  }
+  const accounts = accountId ? [accountId] : known
+  const columns = [
+    deps.documents.sealedColumn(),
+    deps.users.sealedColumn(),
+    deps.blobService.sealedColumn(),
+  ]
+  const progress = terminalProgress('re-encrypted', 'records')
+  let records = 0
+  const results = []
+  try {
+    for (const [i, account] of accounts.entries()) {
+      results.push(
+        await reencryptAccount(deps.keyring, columns, account, {
+          onRecord: () =>
+            progress.update(++records, records, `(account ${i + 1}/${accounts.length})`),
+        }),
+      )
+    }
+  } finally {
+    progress.end()
+  }
+  const done = results.every((r) => r.remaining === 0)
+  return { done, accounts: results }
 }
 
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
@@ -542,6 +599,29 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'keys' && sub === 'rotate') {
     await rotateKeys(config)
     return 0
+  }
+  if (command === 'keys' && sub === 'reencrypt') {
+    const accountId = reencryptAccountArg(argv.slice(2))
+    if (accountId === null) {
+      process.stderr.write('usage: coffer keys reencrypt [--account <account_id>] (a UUID)\n')
+      return 1
+    }
+    const { store, deps } = await start(config, stderrLog)
+    try {
+      const report = await audited(
+        deps,
+        {
+          operation: 'cli.keys.reencrypt',
+          route: 'coffer keys reencrypt [--account <account_id>]',
+          ...(accountId ? { accountId } : {}),
+        },
+        () => reencryptCommand(store, deps, accountId),
+      )
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+      return report.done ? 0 : 2
+    } finally {
+      await store.close()
+    }
   }
   if (command === 'consent' && sub === 'export') {
     const args = parseExportArgs(argv.slice(2))

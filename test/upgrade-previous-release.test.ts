@@ -18,6 +18,7 @@ import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { verifyChains } from '../src/audit/verify.js'
+import { MasterKey } from '../src/crypto/master-key.js'
 import { openStore } from '../src/store/db.js'
 import { clusterBlobEnv, type ServerProcess, startServerProcess } from './helpers/processes.js'
 import { readSchema, shardRuleViolations } from './helpers/shard-rule.js'
@@ -495,6 +496,33 @@ function upgradeSuite(folder: string): void {
           }),
         ],
       })
+    })
+
+    it('records the master key fingerprint of every old data key at start (migration 0019 backfill)', async () => {
+      const key = MasterKey.fromBase64(
+        fixture.masterKey ?? readFileSync(join(dataDir, 'master.key'), 'utf8'),
+      )
+      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      try {
+        const rows = await store.db
+          .selectFrom('data_keys')
+          .select(['master_key_id', 'master_key_fingerprint'])
+          .execute()
+        expect(rows.length).toBeGreaterThan(0)
+        // the plain-hash legacy id is gone; the HMAC fingerprint names the key
+        for (const row of rows) {
+          expect(row).toEqual({ master_key_id: key.id, master_key_fingerprint: key.id })
+        }
+        expect(key.id).not.toBe(key.legacyId)
+      } finally {
+        await store.close()
+      }
+      // and the old data still reads through it
+      const doc = fixture.vault.documents[0] as { id: string; content: unknown }
+      const res = await call('GET', `/v2/vaults/${fixture.vault.id}/documents/${doc.id}`, {
+        auth: basic(fixture.bootstrap.api_key),
+      })
+      expect(res.status, res.body).toBe(200)
     })
 
     it('does not bootstrap again: one account, the bootstrap row names it', async () => {

@@ -4,12 +4,19 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { IntegrityError, NONCE_BYTES, TAG_BYTES } from './aead.js'
-import { type DataKeyRecord, type DataKeyStore, Keyring } from './keyring.js'
+import {
+  CURRENT_KEY_TTL_MS,
+  type DataKeyRecord,
+  type DataKeyStore,
+  Keyring,
+  type WrappedBy,
+} from './keyring.js'
 import { MasterKey } from './master-key.js'
+import { MasterKeySet } from './master-key-set.js'
 
 /**
  * The data-key table in memory, with the repository's semantics (store/data-keys.repo.ts):
- * `findCurrent` is the oldest key of the account. Every call yields to the event loop first,
+ * `findCurrent` is the newest key of the account. Every call yields to the event loop first,
  * as a database round trip would, so concurrent callers really interleave.
  */
 class MemoryDataKeyStore implements DataKeyStore {
@@ -27,7 +34,7 @@ class MemoryDataKeyStore implements DataKeyStore {
     await this.#roundTrip()
     return this.records
       .filter((r) => r.account_id === accountId)
-      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id))[0]
+      .sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id.localeCompare(a.id))[0]
   }
   async findById(accountId: string, id: string) {
     await this.#roundTrip()
@@ -48,9 +55,17 @@ class MemoryDataKeyStore implements DataKeyStore {
     await this.#roundTrip()
     return this.records.filter((r) => r.account_id === accountId)
   }
-  async masterKeyIds() {
+  async wrappedBy() {
     await this.#roundTrip()
-    return [...new Set(this.records.map((r) => r.master_key_id))]
+    const seen = new Map<string, WrappedBy>()
+    for (const r of this.records) {
+      const ref = {
+        master_key_id: r.master_key_id,
+        master_key_fingerprint: r.master_key_fingerprint,
+      }
+      seen.set(JSON.stringify(ref), ref)
+    }
+    return [...seen.values()]
   }
 }
 
@@ -282,11 +297,12 @@ describe('Keyring data keys', () => {
     const text = await k.keyring.encrypt(A, 'a', ctx)
     const other = new Keyring(MasterKey.generate(), k.store, clock)
     await expect(other.decrypt(A, text, ctx)).rejects.toThrow(
-      'data key is wrapped by another master key',
+      'data key is wrapped by a master key this node does not hold',
     )
-    // even if the record's master key id is relabelled to the other key's
+    // even if the record's fingerprint is relabelled to the other key's
     const record = k.store.records[0] as DataKeyRecord
     record.master_key_id = other.master.id
+    record.master_key_fingerprint = other.master.id
     await expect(other.decrypt(A, text, ctx)).rejects.toThrow(IntegrityError)
   })
 })
@@ -326,5 +342,120 @@ describe('Keyring.assertUnlocks', () => {
     const error = await new Keyring(stranger, k.store, clock).assertUnlocks().catch((e) => e)
     expect(String(error.message)).not.toContain(stranger.toBase64().slice(0, 16))
     expect(String(error.message)).not.toContain(k.master.toBase64().slice(0, 16))
+  })
+})
+
+describe('Keyring with previous master keys', () => {
+  it('unwraps with a previous key, wraps new data keys with the current one only', async () => {
+    const k = setup()
+    const old = await k.keyring.encrypt(A, 'under the old key', ctx)
+    const next = MasterKey.generate()
+    const both = new Keyring(new MasterKeySet(next, [k.master]), k.store, clock)
+    await expect(both.assertUnlocks()).resolves.toBeUndefined()
+    expect(await both.decryptText(A, old, ctx)).toBe('under the old key')
+    await both.decryptText(B, await both.encrypt(B, 'new account', ctx), ctx)
+    const recB = k.store.records.find((r) => r.account_id === B) as DataKeyRecord
+    expect(recB.master_key_fingerprint).toBe(next.id)
+    expect(next.unwrap(recB.wrapped_key, `${B}\n${recB.id}`)).toHaveLength(32)
+    // the old key alone no longer unlocks the store: B's key is under the new one
+    await expect(restarted(k).assertUnlocks()).rejects.toThrow(next.id)
+  })
+
+  it('picks the key by fingerprint: a row naming a key not held fails without trying others', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'a', ctx)
+    const record = k.store.records[0] as DataKeyRecord
+    const stranger = MasterKey.generate()
+    record.master_key_fingerprint = stranger.id
+    const both = new Keyring(new MasterKeySet(MasterKey.generate(), [k.master]), k.store, clock)
+    await expect(both.decrypt(A, text, ctx)).rejects.toThrow('does not hold')
+    await expect(both.assertUnlocks()).rejects.toThrow(stranger.id)
+  })
+
+  it('opens an old row without a fingerprint by trying each key held', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'old row', ctx)
+    const record = k.store.records[0] as DataKeyRecord
+    // as written before migration 0019: the legacy id, no fingerprint
+    record.master_key_id = k.master.legacyId
+    record.master_key_fingerprint = null
+    const first = MasterKey.generate()
+    const ring = new Keyring(
+      new MasterKeySet(first, [MasterKey.generate(), k.master]),
+      k.store,
+      clock,
+    )
+    await expect(ring.assertUnlocks()).resolves.toBeUndefined()
+    expect(await ring.decryptText(A, text, ctx)).toBe('old row')
+    // a legacy id naming no key held: refused at start, and no key opens it
+    record.master_key_id = 'ffffffffffffffff'
+    const fresh = new Keyring(new MasterKeySet(first, [k.master]), k.store, clock)
+    await expect(fresh.assertUnlocks()).rejects.toThrow('ffffffffffffffff')
+    expect(await fresh.decryptText(A, text, ctx)).toBe('old row')
+    await expect(
+      new Keyring(new MasterKeySet(first), k.store, clock).decrypt(A, text, ctx),
+    ).rejects.toThrow('does not hold')
+  })
+
+  it('asks the reload hook once for an unknown fingerprint, then uses the reloaded keys', async () => {
+    const k = setup()
+    const text = await k.keyring.encrypt(A, 'a', ctx)
+    const set = new MasterKeySet(MasterKey.generate())
+    let reloads = 0
+    set.onUnknownKey(() => {
+      reloads += 1
+      set.replace(set.current, [k.master])
+    })
+    expect(await new Keyring(set, k.store, clock).decryptText(A, text, ctx)).toBe('a')
+    expect(reloads).toBe(1)
+  })
+})
+
+describe('MasterKey fingerprint', () => {
+  it('is an HMAC under the key, distinct from the legacy hash id, and stable', () => {
+    const key = MasterKey.generate()
+    expect(key.id).toMatch(/^[0-9a-f]{16}$/)
+    expect(key.id).not.toBe(key.legacyId)
+    expect(MasterKey.fromBase64(key.toBase64()).id).toBe(key.id)
+    expect(MasterKey.generate().id).not.toBe(key.id)
+  })
+
+  it('parses a previous-key list separated by commas or newlines, refusing a bad key', () => {
+    const [a, b] = [MasterKey.generate(), MasterKey.generate()]
+    const keys = MasterKeySet.parseList(`${a.toBase64()}, ${b.toBase64()}\n`)
+    expect(keys.map((x) => x.id)).toEqual([a.id, b.id])
+    expect(() => MasterKeySet.parseList('nope')).toThrow('exactly 32 bytes')
+    // the current key given again as a previous one is held once
+    expect(new MasterKeySet(a, [a, b, b]).fingerprints()).toEqual([a.id, b.id])
+  })
+})
+
+describe('Keyring.addDataKey (keys reencrypt)', () => {
+  it('makes a new data key current here at once and on other nodes after the TTL; old ciphertexts still open', async () => {
+    const k = setup()
+    const other = restarted(k)
+    const before = await k.keyring.encrypt(A, 'before', ctx)
+    const oldId = Keyring.keyIdOf(before)
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(oldId)
+    const newId = await k.keyring.addDataKey(A)
+    expect(newId).not.toBe(oldId)
+    expect(Keyring.keyIdOf(await k.keyring.encrypt(A, 'after', ctx))).toBe(newId)
+    // the other node keeps its cached key until the TTL passes, then reads the newest
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(oldId)
+    clock.advance(CURRENT_KEY_TTL_MS + 1)
+    await other.encrypt(A, 'x', ctx) // starts the refresh
+    expect(Keyring.keyIdOf(await other.encrypt(A, 'x', ctx))).toBe(newId)
+    expect(await other.decryptText(A, before, ctx)).toBe('before')
+    expect(Keyring.keyIdOf('plain')).toBeUndefined()
+  })
+
+  it('a node that created the account key itself also re-reads the current key after the TTL', async () => {
+    const k = setup()
+    const record = k.keyring.newAccountKey(B)
+    await k.store.insert(record)
+    expect(await k.keyring.currentKeyId(B)).toBe(record.id)
+    const added = await restarted(k).addDataKey(B)
+    clock.advance(CURRENT_KEY_TTL_MS + 1)
+    expect(await k.keyring.currentKeyId(B)).toBe(added)
   })
 })

@@ -2,30 +2,45 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { decodeStoredBase64, IntegrityError, KEY_BYTES, open, seal } from './aead.js'
-import type { MasterKey } from './master-key.js'
+import { MasterKey } from './master-key.js'
+import { MasterKeySet } from './master-key-set.js'
 
-/** A data key as stored: wrapped by the master key whose id it names. */
+/** A data key as stored: wrapped by the master key whose fingerprint it names. */
 export interface DataKeyRecord {
   account_id: string
   id: string
   wrapped_key: string
+  /** Before migration 0019 the key's legacy id; since, the same value as the fingerprint. */
   master_key_id: string
+  /** Null only on rows written before migration 0019 and not yet re-wrapped or backfilled. */
+  master_key_fingerprint: string | null
   created_at: string
 }
 
+/** Which master keys wrap some data key (distinct pairs). */
+export type WrappedBy = Pick<DataKeyRecord, 'master_key_id' | 'master_key_fingerprint'>
+
 /** Storage of wrapped data keys (implemented over the database in store/data-keys.repo.ts). */
 export interface DataKeyStore {
-  /** The account's oldest data key: the one new ciphertexts use. */
+  /**
+   * The account's newest data key: the one new ciphertexts use (`coffer keys reencrypt` adds a
+   * newer one; before it, an account had one key, or two only after a lost creation race).
+   */
   findCurrent(accountId: string): Promise<DataKeyRecord | undefined>
   findById(accountId: string, id: string): Promise<DataKeyRecord | undefined>
   insert(record: DataKeyRecord): Promise<void>
-  /** Ids of every master key that wraps some data key. */
-  masterKeyIds(): Promise<string[]>
+  /** Every distinct (legacy id, fingerprint) naming the master key that wraps some data key. */
+  wrappedBy(): Promise<WrappedBy[]>
   /** Every data key of the account. */
   listForAccount(accountId: string): Promise<DataKeyRecord[]>
 }
 
 const PREFIX = 'c1'
+/**
+ * How long a node keeps using the current data key it knows before asking the store again: a
+ * key added by `coffer keys reencrypt` in another process is used for new writes within this.
+ */
+export const CURRENT_KEY_TTL_MS = 5000
 
 /**
  * Envelope encryption of fields: each account has a random data key, wrapped by the master key
@@ -36,19 +51,36 @@ const PREFIX = 'c1'
 export class Keyring {
   readonly #keys = new Map<string, Buffer>()
   readonly #current = new Map<string, Promise<{ id: string; key: Buffer }>>()
+  /** When each account's current key was last read from the store (ms since the epoch). */
+  readonly #currentReadAt = new Map<string, number>()
+
+  /** The master keys held: new data keys are wrapped by the current one, any one unwraps. */
+  readonly masterKeys: MasterKeySet
 
   constructor(
-    readonly master: MasterKey,
+    master: MasterKey | MasterKeySet,
     private readonly store: DataKeyStore,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.masterKeys = master instanceof MasterKey ? new MasterKeySet(master) : master
+  }
 
-  /** Throws unless every stored data key is wrapped by this master key (else nothing decrypts). */
+  /** The current master key (it wraps every new data key). */
+  get master(): MasterKey {
+    return this.masterKeys.current
+  }
+
+  /**
+   * Throws unless every stored data key is wrapped by a master key held (current or previous):
+   * else some data would not decrypt.
+   */
   async assertUnlocks(): Promise<void> {
-    const others = (await this.store.masterKeyIds()).filter((id) => id !== this.master.id)
+    const others = (await this.store.wrappedBy())
+      .filter((ref) => !this.masterKeys.holdsKeyOf(ref))
+      .map((ref) => ref.master_key_fingerprint ?? ref.master_key_id)
     if (others.length > 0) {
       throw new Error(
-        `the configured master key (id ${this.master.id}) does not unlock this database: its data keys are wrapped by master key ${others.join(', ')}`,
+        `the configured master key (id ${this.master.id}${this.masterKeys.previous.length > 0 ? `, previous ${this.masterKeys.previous.map((k) => k.id).join(', ')}` : ''}) does not unlock this database: its data keys are wrapped by master key ${[...new Set(others)].join(', ')}`,
       )
     }
   }
@@ -106,10 +138,34 @@ export class Keyring {
       id,
       wrapped_key: this.master.wrap(key, `${accountId}\n${id}`),
       master_key_id: this.master.id,
+      master_key_fingerprint: this.master.id,
       created_at: this.clock.now().toISOString(),
     }
     this.#keys.set(`${accountId}\n${id}`, key)
     return { record, key }
+  }
+
+  /**
+   * Adds a new data key to the account and makes it current here at once (other nodes within
+   * CURRENT_KEY_TTL_MS): what `coffer keys reencrypt` moves the account's content to.
+   */
+  async addDataKey(accountId: string): Promise<string> {
+    const { record, key } = this.#newKey(accountId)
+    await this.store.insert(record)
+    this.#current.set(accountId, Promise.resolve({ id: record.id, key }))
+    this.#currentReadAt.set(accountId, this.clock.now().getTime())
+    return record.id
+  }
+
+  /** The id of the data key new ciphertexts of the account use. */
+  async currentKeyId(accountId: string): Promise<string> {
+    return (await this.#currentKey(accountId)).id
+  }
+
+  /** The id of the data key a ciphertext names (undefined: not a ciphertext of this format). */
+  static keyIdOf(ciphertext: string): string | undefined {
+    const [prefix, id] = ciphertext.split('.')
+    return prefix === PREFIX ? id : undefined
   }
 
   /** True when the text is a ciphertext of this format (plaintext JSON never starts so). */
@@ -119,12 +175,42 @@ export class Keyring {
 
   #currentKey(accountId: string): Promise<{ id: string; key: Buffer }> {
     let pending = this.#current.get(accountId)
+    const now = this.clock.now().getTime()
+    // A key set by newAccountKey counts as read when first used.
+    if (pending && !this.#currentReadAt.has(accountId)) this.#currentReadAt.set(accountId, now)
+    const readAt = this.#currentReadAt.get(accountId) ?? now
+    if (pending && now - readAt > CURRENT_KEY_TTL_MS) {
+      // Another process may have added a newer key (keys reencrypt): look again, once per TTL.
+      const cached = pending
+      pending = this.#refreshCurrent(accountId, cached)
+      this.#current.set(accountId, pending)
+      this.#currentReadAt.set(accountId, now)
+    }
     if (!pending) {
+      this.#currentReadAt.set(accountId, now)
       pending = this.#loadOrCreate(accountId)
       this.#current.set(accountId, pending)
       pending.catch(() => this.#current.delete(accountId))
     }
     return pending
+  }
+
+  /** The store's current key, or the cached one when the store cannot tell. */
+  async #refreshCurrent(
+    accountId: string,
+    cached: Promise<{ id: string; key: Buffer }>,
+  ): Promise<{ id: string; key: Buffer }> {
+    try {
+      const record = await this.store.findCurrent(accountId)
+      const known = await cached
+      if (!record || record.id === known.id) return known
+      return {
+        id: record.id,
+        key: this.#keys.get(`${accountId}\n${record.id}`) ?? this.#unwrap(record),
+      }
+    } catch {
+      return cached
+    }
   }
 
   async #loadOrCreate(accountId: string): Promise<{ id: string; key: Buffer }> {
@@ -144,10 +230,7 @@ export class Keyring {
   }
 
   #unwrap(record: DataKeyRecord): Buffer {
-    if (record.master_key_id !== this.master.id) {
-      throw new IntegrityError('data key is wrapped by another master key')
-    }
-    const key = this.master.unwrap(record.wrapped_key, `${record.account_id}\n${record.id}`)
+    const { key } = this.masterKeys.unwrap(record)
     this.#keys.set(`${record.account_id}\n${record.id}`, key)
     return key
   }

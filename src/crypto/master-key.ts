@@ -1,22 +1,42 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash, createHmac, randomBytes } from 'node:crypto'
 import { decodeStoredBase64, KEY_BYTES, open, seal } from './aead.js'
 
 /**
- * The key that wraps every data key. It never reaches the database: only its id (a fingerprint)
- * is stored beside each wrapped data key, so the server can tell at start whether the configured
- * key is the one that unlocks the data.
+ * The key that wraps every data key. It never reaches the database: only its fingerprint is
+ * stored beside each wrapped data key, so a node picks the key that unwraps a data key without
+ * trial decryption and can tell at start whether its keys unlock the data.
  */
 export class MasterKey {
+  /**
+   * The fingerprint: HMAC-SHA256 keyed by the master key over a fixed label, 16 hex digits. A
+   * MAC under the key (not a hash of it) is the standard key-identifier construction: it is
+   * domain-separated from every other use of the key and reveals nothing but "this is the key"
+   * to someone who already holds a candidate (docs/pending/keyrot.md).
+   */
   readonly id: string
+  /**
+   * The identifier releases before migration 0019 stored in `master_key_id` (a prefixed SHA-256
+   * of the key): only matched against old rows, never written again.
+   */
+  readonly legacyId: string
   readonly #key: Buffer
 
   private constructor(key: Buffer) {
     this.#key = key
-    this.id = createHash('sha256')
+    this.id = createHmac('sha256', key)
+      .update('coffer master key fingerprint')
+      .digest('hex')
+      .slice(0, 16)
+    this.legacyId = createHash('sha256')
       .update('coffer master key id\n')
       .update(key)
       .digest('hex')
       .slice(0, 16)
+  }
+
+  /** Alias of `id`, the name the data_keys column uses. */
+  get fingerprint(): string {
+    return this.id
   }
 
   /** Parses base64 of exactly 32 bytes; throws a message fit for a configuration error. */

@@ -93,6 +93,8 @@ export interface DataKeysTable {
   id: string
   wrapped_key: string
   master_key_id: string
+  /** Migration 0019: HMAC fingerprint of the wrapping master key; NULL on older rows. */
+  master_key_fingerprint: string | null
   created_at: string
 }
 

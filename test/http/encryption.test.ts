@@ -989,10 +989,12 @@ describe.skipIf(isPostgres)(
       expect(rotated.code, rotated.stderr).toBe(0)
       const report = JSON.parse(rotated.stdout)
       const secondKey = MasterKey.fromBase64(readFileSync(keyFile, 'utf8'))
-      expect(report).toEqual({
+      expect(report).toMatchObject({
         rotated_data_keys: 1,
         master_key_id: secondKey.id,
         key_file: keyFile,
+        not_under_current: 0,
+        previous_may_be_retired: true,
       })
       expect(secondKey.id).not.toBe(firstKey.id)
       expect(statSync(keyFile).mode & 0o777).toBe(0o600)
@@ -1135,7 +1137,7 @@ describe(`master key from the environment (${testDialect})`, () => {
 
       const refused = await cli(['keys', 'rotate'], withOld)
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toMatch(/COFFER_MASTER_KEY.*COFFER_NEW_MASTER_KEY/)
+      expect(refused.stderr).toMatch(/COFFER_MASTER_KEY_PREVIOUS.*COFFER_NEW_MASTER_KEY/)
       expect(refused.stdout).toBe('')
       // a wrong current key cannot rotate anything
       const wrongCurrent = await cli(['keys', 'rotate'], {
@@ -1153,7 +1155,12 @@ describe(`master key from the environment (${testDialect})`, () => {
         COFFER_NEW_MASTER_KEY: newKey.toBase64(),
       })
       expect(rotated.code, rotated.stderr).toBe(0)
-      expect(JSON.parse(rotated.stdout)).toEqual({ rotated_data_keys: 2, master_key_id: newKey.id })
+      expect(JSON.parse(rotated.stdout)).toMatchObject({
+        rotated_data_keys: 2,
+        master_key_id: newKey.id,
+        mode: 'new-master-key',
+        previous_may_be_retired: true,
+      })
       expect(existsSync(join(dir, 'master.key'))).toBe(false)
       for (const out of [rotated.stdout, rotated.stderr, refused.stderr, wrongCurrent.stderr]) {
         expect(out).not.toContain(oldKey.toBase64().slice(0, 40))

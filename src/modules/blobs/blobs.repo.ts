@@ -94,3 +94,20 @@ export async function remove(
     .executeTakeFirst()
   return Number(result.numDeletedRows) === 1
 }
+
+/** Re-encryption: the account's BLOBs by id after `after` whose stream key is not under `keyId`. */
+export function listNotUnderKey(
+  db: Executor,
+  accountId: string,
+  keyId: string,
+  after: string | undefined,
+  limit: number,
+) {
+  let query = db
+    .selectFrom('blobs')
+    .select(['vault_id', 'id', 'object_key', 'content_key'])
+    .where('account_id', '=', accountId)
+    .where('content_key', 'not like', `c1.${keyId}.%`)
+  if (after !== undefined) query = query.where('id', '>', after)
+  return query.orderBy('id').limit(limit).execute()
+}

@@ -11,6 +11,7 @@ import {
 import { firstReadable, sizeLimit } from '../../blob/size-limit.js'
 import { KEY_BYTES } from '../../crypto/aead.js'
 import type { Keyring } from '../../crypto/keyring.js'
+import type { SealedColumn } from '../../crypto/sealed-column.js'
 import { decryptStream, encryptStream } from '../../crypto/stream-cipher.js'
 import type { Clock } from '../../lib/clock.js'
 import { AppError, ErrorType, errors } from '../../lib/errors.js'
@@ -348,6 +349,48 @@ export class BlobsService {
       await this.store.delete(objectKey)
     } catch (error) {
       this.onCleanupError(error, objectKey)
+    }
+  }
+
+  /**
+   * The BLOBs, for `coffer keys reencrypt` (crypto/sealed-column.ts): each one's content is
+   * decrypted from its object into a new object under a new stream key, sealed by the account's
+   * current data key; the row is switched only if it still names the old object (an upload in
+   * between wins and the new object is removed), then the old object is deleted. Works on any
+   * BLOB store (fs, S3) through its interface.
+   */
+  sealedColumn(): SealedColumn {
+    return {
+      name: 'blobs',
+      listNotUnder: async (accountId, keyId, after, limit) =>
+        (await repo.listNotUnderKey(this.db, accountId, keyId, after, limit)).map((row) => ({
+          id: row.id,
+          scope: `${row.vault_id}\n${row.object_key}`,
+          ciphertext: row.content_key,
+          context: keyContext(row.vault_id, row.id, row.object_key),
+        })),
+      replace: async () => false,
+      reencrypt: async (accountId, record) => {
+        const [vaultId = '', objectKey = ''] = record.scope.split('\n')
+        const key = await this.keyring.decrypt(accountId, record.ciphertext, record.context)
+        const source = await this.store.get(objectKey)
+        const plain = decryptStream(key)
+        source.on('error', (e) => plain.destroy(e))
+        const content = await this.storeContent(accountId, vaultId, record.id, source.pipe(plain))
+        return this.#orDiscard(content, async () => {
+          const sealed = await this.#wrapKey(accountId, vaultId, record.id, content)
+          const switched = await repo.update(this.db, accountId, vaultId, record.id, objectKey, {
+            object_key: content.objectKey,
+            content_key: sealed,
+          })
+          if (!switched) {
+            await this.discard(content)
+            return false
+          }
+          await this.#deleteObject(objectKey)
+          return true
+        })
+      },
     }
   }
 

@@ -158,3 +158,40 @@ export async function countBySchema(
     .executeTakeFirst()
   return Number(row?.n ?? 0)
 }
+
+/** Re-encryption: the account's documents by id after `after` whose content is not under `keyId`. */
+export function listNotUnderKey(
+  db: Executor,
+  accountId: string,
+  keyId: string,
+  after: string | undefined,
+  limit: number,
+) {
+  let query = db
+    .selectFrom('documents')
+    .select(['vault_id', 'id', 'content'])
+    .where('account_id', '=', accountId)
+    .where('content', 'not like', `c1.${keyId}.%`)
+  if (after !== undefined) query = query.where('id', '>', after)
+  return query.orderBy('id').limit(limit).execute()
+}
+
+/** Swaps a document's ciphertext, only if nobody changed it meanwhile (updated_at kept). */
+export async function replaceContent(
+  db: Executor,
+  accountId: string,
+  vaultId: string,
+  id: string,
+  before: string,
+  after: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('documents')
+    .set({ content: after })
+    .where('account_id', '=', accountId)
+    .where('vault_id', '=', vaultId)
+    .where('id', '=', id)
+    .where('content', '=', before)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}

@@ -2,6 +2,7 @@ import { assertItemAllows } from '../../access/item-access.js'
 import type { Actor } from '../../access/principal.js'
 import { newTouchedId } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
+import type { SealedColumn } from '../../crypto/sealed-column.js'
 import type { Indexer } from '../../indexing/indexer.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
@@ -278,6 +279,22 @@ export class DocumentsService {
     const row = await repo.findById(this.db, accountId, vaultId, id)
     if (!row) throw notFound()
     return row
+  }
+
+  /** The content column, for `coffer keys reencrypt` (crypto/sealed-column.ts). */
+  sealedColumn(): SealedColumn {
+    return {
+      name: 'documents',
+      listNotUnder: async (accountId, keyId, after, limit) =>
+        (await repo.listNotUnderKey(this.db, accountId, keyId, after, limit)).map((row) => ({
+          id: row.id,
+          scope: row.vault_id,
+          ciphertext: row.content,
+          context: `document\n${row.vault_id}\n${row.id}`,
+        })),
+      replace: (accountId, record, sealed) =>
+        repo.replaceContent(this.db, accountId, record.scope, record.id, record.ciphertext, sealed),
+    }
   }
 
   #seal(accountId: string, vaultId: string, id: string, content: unknown): Promise<string> {

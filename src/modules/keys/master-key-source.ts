@@ -1,31 +1,48 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs'
+import { dirname } from 'node:path'
 import type { Config } from '../../config.js'
 import { MasterKey } from '../../crypto/master-key.js'
+import { MasterKeySet } from '../../crypto/master-key-set.js'
 import { dataKeyStore } from '../../store/data-keys.repo.js'
 import type { Store } from '../../store/db.js'
 
+/** The master-key settings this module reads. */
+export type MasterKeyConfig = Pick<
+  Config,
+  'masterKey' | 'masterKeyFile' | 'masterKeyPrevious' | 'masterKeyPreviousFile'
+>
+
 /**
- * Finds the master key: `COFFER_MASTER_KEY`, else the key file. A key file is generated (mode
- * 0600) only for a database that holds no data keys yet and only on the embedded SQLite default:
- * nodes sharing a PostgreSQL database must share one key, so there it must be configured.
- * A key that does not unlock the stored data keys stops the server: it never serves data it
- * cannot decrypt, and never starts a second key beside the first.
+ * Finds the master keys: the current one from `COFFER_MASTER_KEY`, else the key file; previous
+ * ones from `COFFER_MASTER_KEY_PREVIOUS` and the previous-keys file. A key file is generated
+ * (mode 0600) only for a database that holds no data keys yet and only on the embedded SQLite
+ * default: nodes sharing a PostgreSQL database must share one key, so there it must be
+ * configured. Keys that do not unlock the stored data keys stop the server (Keyring.assertUnlocks):
+ * it never serves data it cannot decrypt, and never starts a second key beside the first.
  */
 export async function loadMasterKey(
-  config: Config,
+  config: MasterKeyConfig,
   store: Store,
-): Promise<{ key: MasterKey; generated: boolean }> {
-  const wrappedBy = await dataKeyStore(store.db).masterKeyIds()
-  if (config.masterKey) return { key: MasterKey.fromBase64(config.masterKey), generated: false }
-  if (existsSync(config.masterKeyFile)) {
-    return {
-      key: MasterKey.fromBase64(readFileSync(config.masterKeyFile, 'utf8')),
-      generated: false,
-    }
+): Promise<{ key: MasterKey; keys: MasterKeySet; generated: boolean }> {
+  const previous = readPreviousKeys(config)
+  if (config.masterKey || existsSync(config.masterKeyFile)) {
+    const keys = new MasterKeySet(readCurrentKey(config), previous)
+    return { key: keys.current, keys, generated: false }
   }
+  const wrappedBy = await dataKeyStore(store.db).wrappedBy()
   if (wrappedBy.length > 0) {
+    const names = wrappedBy.map((r) => r.master_key_fingerprint ?? r.master_key_id)
     throw new Error(
-      `no master key: this database's data is encrypted under master key ${wrappedBy.join(', ')}; set COFFER_MASTER_KEY or COFFER_MASTER_KEY_FILE`,
+      `no master key: this database's data is encrypted under master key ${[...new Set(names)].join(', ')}; set COFFER_MASTER_KEY or COFFER_MASTER_KEY_FILE`,
     )
   }
   if (store.dialect !== 'sqlite') {
@@ -33,12 +50,67 @@ export async function loadMasterKey(
   }
   const key = MasterKey.generate()
   writeKeyFile(config.masterKeyFile, key)
-  return { key, generated: true }
+  return { key, keys: new MasterKeySet(key, previous), generated: true }
 }
 
-/** Writes a key file atomically (temp file, then rename), readable by this user only. */
+/** The current key: COFFER_MASTER_KEY, else the key file (which must exist). */
+export function readCurrentKey(config: MasterKeyConfig): MasterKey {
+  if (config.masterKey) return MasterKey.fromBase64(config.masterKey)
+  return MasterKey.fromBase64(readFileSync(config.masterKeyFile, 'utf8'))
+}
+
+/**
+ * Previous keys: COFFER_MASTER_KEY_PREVIOUS, then the previous-keys file (absent: none). The file
+ * holds base64 keys separated by commas or newlines; `coffer keys rotate` writes it beside the
+ * embedded key file and removes it once no data key needs those keys.
+ */
+export function readPreviousKeys(config: MasterKeyConfig): MasterKey[] {
+  const keys = config.masterKeyPrevious ? MasterKeySet.parseList(config.masterKeyPrevious) : []
+  if (existsSync(config.masterKeyPreviousFile)) {
+    keys.push(...MasterKeySet.parseList(readFileSync(config.masterKeyPreviousFile, 'utf8')))
+  }
+  return keys
+}
+
+/** Writes a key file crash-safely: a temp file, fsync, rename, fsync of the folder; mode 0600. */
 export function writeKeyFile(path: string, key: MasterKey): void {
+  writeSecretFile(path, `${key.toBase64()}\n`)
+}
+
+/** Writes the previous-keys file (one base64 key a line), crash-safely like the key file. */
+export function writePreviousKeysFile(path: string, keys: readonly MasterKey[]): void {
+  writeSecretFile(path, keys.map((k) => `${k.toBase64()}\n`).join(''))
+}
+
+/** Removes the previous-keys file (the folder is synced so the removal survives a crash). */
+export function removePreviousKeysFile(path: string): void {
+  rmSync(path, { force: true })
+  syncFolder(dirname(path))
+}
+
+function writeSecretFile(path: string, text: string): void {
   const temp = `${path}.${process.pid}.tmp`
-  writeFileSync(temp, `${key.toBase64()}\n`, { mode: 0o600, flag: 'wx' })
+  rmSync(temp, { force: true })
+  const fd = openSync(temp, 'wx', 0o600)
+  try {
+    writeSync(fd, text)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
   renameSync(temp, path)
+  syncFolder(dirname(path))
+}
+
+/** Makes a rename or removal in the folder durable (a no-op where folders cannot be opened). */
+function syncFolder(folder: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(folder, 'r')
+    fsyncSync(fd)
+  } catch {
+    // Some platforms refuse fsync on a directory; the rename itself is still atomic.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
 }

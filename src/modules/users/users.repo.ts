@@ -146,3 +146,38 @@ export async function anyUser(db: Executor, accountId: string): Promise<boolean>
     .executeTakeFirst()
   return row !== undefined
 }
+
+/** Re-encryption: the account's users by id after `after` whose attributes are not under `keyId`. */
+export function listAttributesNotUnderKey(
+  db: Executor,
+  accountId: string,
+  keyId: string,
+  after: string | undefined,
+  limit: number,
+) {
+  let query = db
+    .selectFrom('users')
+    .select(['id', 'attributes'])
+    .where('account_id', '=', accountId)
+    .where('attributes', 'not like', `c1.${keyId}.%`)
+  if (after !== undefined) query = query.where('id', '>', after)
+  return query.orderBy('id').limit(limit).execute()
+}
+
+/** Swaps a user's attribute ciphertext, only if nobody changed it meanwhile. */
+export async function replaceSealedAttributes(
+  db: Executor,
+  accountId: string,
+  id: string,
+  before: string,
+  after: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ attributes: after })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .where('attributes', '=', before)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}

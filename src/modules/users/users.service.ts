@@ -3,6 +3,7 @@ import type { Actor } from '../../access/principal.js'
 import { newTouchedId } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
+import type { SealedColumn } from '../../crypto/sealed-column.js'
 import { digestSecret, randomSecret } from '../../crypto/secrets.js'
 import type { SchemaField } from '../../indexing/index-values.js'
 import type { Indexer } from '../../indexing/indexer.js'
@@ -169,6 +170,24 @@ export class UsersService {
   /** The user's attributes as JSON text (decrypted; fails closed on tampering). */
   attributesJson(row: { account_id: string; id: string; attributes: string }): Promise<string> {
     return this.keyring.decryptText(row.account_id, row.attributes, `user-attributes\n${row.id}`)
+  }
+
+  /** The attributes column, for `coffer keys reencrypt` (crypto/sealed-column.ts). */
+  sealedColumn(): SealedColumn {
+    return {
+      name: 'user_attributes',
+      listNotUnder: async (accountId, keyId, after, limit) =>
+        (await repo.listAttributesNotUnderKey(this.db, accountId, keyId, after, limit)).map(
+          (row) => ({
+            id: row.id,
+            scope: '',
+            ciphertext: row.attributes,
+            context: `user-attributes\n${row.id}`,
+          }),
+        ),
+      replace: (accountId, record, sealed) =>
+        repo.replaceSealedAttributes(this.db, accountId, record.id, record.ciphertext, sealed),
+    }
   }
 
   /**

@@ -17,6 +17,7 @@ import * as m0015 from './0015_operations_metering.js'
 import * as m0016 from './0016_search_covering_indexes.js'
 import * as m0017 from './0017_policy_simulator.js'
 import * as m0018 from './0018_schema_reindex.js'
+import * as m0019 from './0019_master_key_fingerprint.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_search_covering_indexes': m0016,
   '0017_policy_simulator': m0017,
   '0018_schema_reindex': m0018,
+  '0019_master_key_fingerprint': m0019,
 }
