@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Worker } from 'node:worker_threads'
 import { Piscina } from 'piscina'
 import type { ReadQuery, ReadWorkerData } from './read-worker.js'
@@ -22,7 +23,11 @@ function workerModule(url: URL | undefined): { filename: string; execArgv: strin
   const js = url ?? new URL('./read-worker.js', import.meta.url)
   const filename = fileURLToPath(js)
   if (existsSync(filename)) return { filename, execArgv: [] }
-  return { filename: filename.replace(/\.js$/, '.ts'), execArgv: ['--import', 'tsx'] }
+  // tsx by its resolved URL: a bare `tsx` would be looked up from the process's working
+  // directory, and a server started elsewhere (the README tour's fresh folder) had workers
+  // that never started.
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  return { filename: filename.replace(/\.js$/, '.ts'), execArgv: ['--import', tsx] }
 }
 
 /**
