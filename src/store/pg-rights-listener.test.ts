@@ -10,13 +10,16 @@ import { RightsFeed } from './rights-feed.js'
  * socket, as a dropped route or a firewall forgetting the flow does. No 'error' or 'end' ever
  * reaches the client then; only a round trip that never comes back shows the connection dead.
  */
-async function silenceableProxy(target: URL) {
+async function silenceableProxy(target: URL, silentFrom?: string) {
   const sockets: Socket[] = []
   let silent = false
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname)
     sockets.push(client, upstream)
-    client.on('data', (d) => silent || upstream.write(d))
+    client.on('data', (d: Buffer) => {
+      if (silentFrom && d.includes(silentFrom)) silent = true
+      if (!silent) upstream.write(d)
+    })
     upstream.on('data', (d) => silent || client.write(d))
     client.on('error', () => {})
     upstream.on('error', () => {})
@@ -61,5 +64,22 @@ describe.runIf(testDialect === 'postgres')('PgRightsListener (postgres)', () => 
     proxy.silence()
     await until('the silent connection distrusted', () => !feed.trusted)
     expect(errors.length).toBeGreaterThan(0)
+  })
+
+  it('retries, never trusting, when its LISTEN is never answered', async () => {
+    const proxy = await silenceableProxy(new URL(TEST_PG_URL), 'LISTEN')
+    cleanups.push(proxy.close)
+    const feed = new RightsFeed({ trusted: false, channel: 'coffer_rights_listener_test' })
+    const errors: Error[] = []
+    const listener = new PgRightsListener(feed, {
+      url: proxy.url,
+      channel: 'coffer_rights_listener_test',
+      connectTimeoutMs: 1000,
+      onError: (e) => errors.push(e),
+    })
+    cleanups.push(() => listener.close())
+    listener.start()
+    await until('the unanswered LISTEN failed', () => errors.length > 0)
+    expect(feed.trusted).toBe(false)
   })
 })

@@ -86,7 +86,8 @@ export class PgRightsListener {
     })
     try {
       await client.connect()
-      await client.query(`LISTEN "${this.options.channel}"`)
+      // Bounded: a LISTEN left unanswered would leave the node untrusted, and never retried.
+      await this.#answered(client, `LISTEN "${this.options.channel}"`)
     } catch (error) {
       fail(error as Error)
       return
@@ -104,21 +105,29 @@ export class PgRightsListener {
     const timer = setInterval(() => {
       if (pending) return
       pending = true
-      let deadline: NodeJS.Timeout | undefined
-      const late = new Promise<never>((_, reject) => {
-        deadline = setTimeout(
-          () => reject(new Error('rights listener connection stopped answering')),
-          this.options.connectTimeoutMs,
-        )
-      })
-      Promise.race([client.query('select 1'), late])
+      this.#answered(client, 'select 1')
         .catch((error: Error) => fail(error))
         .finally(() => {
-          clearTimeout(deadline)
           pending = false
         })
     }, LISTENER_HEARTBEAT_MS)
     timer.unref()
     return timer
+  }
+
+  /** The statement's answer, or a rejection once the connect timeout has passed without one. */
+  async #answered(client: pg.Client, text: string): Promise<void> {
+    let deadline: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      deadline = setTimeout(
+        () => reject(new Error('rights listener connection stopped answering')),
+        this.options.connectTimeoutMs,
+      )
+    })
+    try {
+      await Promise.race([client.query(text), late])
+    } finally {
+      clearTimeout(deadline)
+    }
   }
 }
