@@ -4,6 +4,13 @@ import type { RightsFeed } from './rights-feed.js'
 /** First wait before reconnecting the listener, doubled per failure up to the second bound. */
 export const LISTENER_RETRY_MIN_MS = 50
 export const LISTENER_RETRY_MAX_MS = 5000
+/**
+ * How often the listening connection proves it is alive: a connection that dies silently (a
+ * dropped route, a firewall forgetting the flow) raises no 'error' or 'end' for as long as TCP
+ * keepalive takes (hours by default), and meanwhile the node would trust a feed that hears
+ * nothing. A round trip that does not come back within the connect timeout fails it (closed).
+ */
+export const LISTENER_HEARTBEAT_MS = 1000
 
 export interface RightsListenerOptions {
   url: string
@@ -26,6 +33,7 @@ export class PgRightsListener {
   #client: pg.Client | undefined
   #retryMs = LISTENER_RETRY_MIN_MS
   #timer: NodeJS.Timeout | undefined
+  #heartbeat: NodeJS.Timeout | undefined
   #closed = false
 
   constructor(
@@ -40,6 +48,7 @@ export class PgRightsListener {
   async close(): Promise<void> {
     this.#closed = true
     if (this.#timer) clearTimeout(this.#timer)
+    if (this.#heartbeat) clearInterval(this.#heartbeat)
     const client = this.#client
     this.#client = undefined
     await client?.end().catch(() => undefined)
@@ -55,10 +64,12 @@ export class PgRightsListener {
     })
     this.#client = client
     let failed = false
+    let heartbeat: NodeJS.Timeout | undefined
     const fail = (error: Error) => {
       if (failed) return
       failed = true
       if (this.#client === client) this.#client = undefined
+      clearInterval(heartbeat)
       client.removeAllListeners('notification')
       client.end().catch(() => undefined)
       if (this.#closed) return
@@ -75,7 +86,8 @@ export class PgRightsListener {
     })
     try {
       await client.connect()
-      await client.query(`LISTEN "${this.options.channel}"`)
+      // Bounded: a LISTEN left unanswered would leave the node untrusted, and never retried.
+      await this.#answered(client, `LISTEN "${this.options.channel}"`)
     } catch (error) {
       fail(error as Error)
       return
@@ -83,5 +95,39 @@ export class PgRightsListener {
     if (failed || this.#closed) return
     this.#retryMs = LISTENER_RETRY_MIN_MS
     this.feed.setTrusted(true)
+    heartbeat = this.#beat(client, fail)
+    this.#heartbeat = heartbeat
+  }
+
+  /** Every LISTENER_HEARTBEAT_MS a round trip on the listening connection, bounded in time. */
+  #beat(client: pg.Client, fail: (error: Error) => void): NodeJS.Timeout {
+    let pending = false
+    const timer = setInterval(() => {
+      if (pending) return
+      pending = true
+      this.#answered(client, 'select 1')
+        .catch((error: Error) => fail(error))
+        .finally(() => {
+          pending = false
+        })
+    }, LISTENER_HEARTBEAT_MS)
+    timer.unref()
+    return timer
+  }
+
+  /** The statement's answer, or a rejection once the connect timeout has passed without one. */
+  async #answered(client: pg.Client, text: string): Promise<void> {
+    let deadline: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      deadline = setTimeout(
+        () => reject(new Error('rights listener connection stopped answering')),
+        this.options.connectTimeoutMs,
+      )
+    })
+    try {
+      await Promise.race([client.query(text), late])
+    } finally {
+      clearTimeout(deadline)
+    }
   }
 }

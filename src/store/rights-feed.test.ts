@@ -12,6 +12,11 @@ describe('isRightsWrite', () => {
     'delete from "groups" where "id" = ?',
     'insert into "account_settings" ("account_id") values (?) on conflict ("account_id") do update set x = 1',
     'update "credentials" set "expires_at" = ?',
+    // SQLite's conflict clauses (Kysely's orReplace): a replace deletes the row it collides with.
+    'insert or replace into "credentials" ("digest") values (?)',
+    'replace into "group_members" ("account_id", "group_id", "user_id") values (?, ?, ?)',
+    'insert or replace into "users" ("id", "status") values (?, ?)',
+    'update or replace "users" set "status" = ?',
   ])('%s: yes', (text) => expect(isRightsWrite(text)).toBe(true))
 
   it.each([

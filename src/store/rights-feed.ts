@@ -118,12 +118,14 @@ export class RightsFeed {
  * into those is left out: logins and user creation do not empty the cache.
  */
 const RIGHTS_WRITE =
-  /\b(?:update|delete\s+from|insert\s+into|merge\s+into)\s+(?:"?\w+"?\.)?"?(users|credentials|groups|group_members|account_settings|accounts|vaults)"?(?=[\s(]|$)/i
+  /\b(?:update(?:\s+or\s+\w+)?|delete\s+from|insert(?:\s+or\s+\w+)?\s+into|replace\s+into|merge\s+into)\s+(?:"?\w+"?\.)?"?(users|credentials|groups|group_members|account_settings|accounts|vaults)"?(?=[\s(]|$)/i
 
 export function isRightsWrite(sqlText: string): boolean {
   const match = RIGHTS_WRITE.exec(sqlText)
   if (!match) return false
   const table = (match[1] as string).toLowerCase()
-  const plainInsert = /^\s*insert\b/i.test(sqlText) && !/\bon\s+conflict\b/i.test(sqlText)
+  // Only `insert into` adds rows alone: SQLite's `insert or replace` / `replace into` delete the
+  // row they collide with (a credential or membership could end that way), so they count.
+  const plainInsert = /^\s*insert\s+into\b/i.test(sqlText) && !/\bon\s+conflict\b/i.test(sqlText)
   return !(plainInsert && (table === 'credentials' || table === 'users' || table === 'vaults'))
 }
