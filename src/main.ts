@@ -312,9 +312,6 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   if (app) {
     await bootstrap(config, deps, (obj, msg) => app.log.info(obj, msg))
     await app.listen({ host: config.host, port: config.port })
-    // Schema re-indexes a stopped server left unfinished go on from their last batch.
-    const resumed = await deps.schemas.resumeReindexes()
-    if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
   }
   await consentApp?.listen({
     host: config.consentHost,
@@ -361,6 +358,13 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
       reloader?.stop()
     },
   })
+  // Background work starts only once a signal would stop it cleanly: awaited before the
+  // handlers above, a SIGTERM in that window met Node's default action and killed the process.
+  if (app && !deps.health.draining) {
+    // Schema re-indexes a stopped server left unfinished go on from their last batch.
+    const resumed = await deps.schemas.resumeReindexes()
+    if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
+  }
 }
 
 /** A TLS app's server (an HTTP/2 secure server, typed as Fastify's HTTP one). */
