@@ -8,12 +8,12 @@ import {
 } from 'kysely'
 import type { Exec } from '../audit/chain.js'
 import { appendWithWrite, auditPending, isUnauditedWrite, isWrite } from '../audit/context.js'
+import { PassThroughDriver, type WrappedConnection, wrapDialect } from './pass-through-driver.js'
 
 /** Which engine (db.ts DialectName; not imported: db.ts imports this file). */
 type DialectName = 'sqlite' | 'postgres'
 
-interface Tracked extends DatabaseConnection {
-  readonly inner: DatabaseConnection
+interface Tracked extends WrappedConnection {
   inTransaction: boolean
   wrote: boolean
 }
@@ -33,22 +33,17 @@ function execOn(connection: DatabaseConnection): Exec {
  * bookkeeping (login windows) and the trail's own tables carry no event.
  */
 export function auditingDialect(dialect: Dialect, name: DialectName): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
+  return wrapDialect(dialect, {
     createDriver: () => new AuditingDriver(dialect.createDriver(), name),
-  }
+  })
 }
 
-class AuditingDriver implements Driver {
+class AuditingDriver extends PassThroughDriver {
   constructor(
-    private readonly inner: Driver,
+    inner: Driver,
     private readonly dialect: DialectName,
-  ) {}
-
-  init(): Promise<void> {
-    return this.inner.init()
+  ) {
+    super(inner)
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -112,40 +107,5 @@ class AuditingDriver implements Driver {
     const tracked = connection as Tracked
     tracked.inTransaction = false
     return this.inner.rollbackTransaction(tracked.inner)
-  }
-
-  savepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.savepoint) throw new Error('savepoints are not supported')
-    return this.inner.savepoint((connection as Tracked).inner, name, compile)
-  }
-
-  rollbackToSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.rollbackToSavepoint) throw new Error('savepoints are not supported')
-    return this.inner.rollbackToSavepoint((connection as Tracked).inner, name, compile)
-  }
-
-  releaseSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.releaseSavepoint) throw new Error('savepoints are not supported')
-    return this.inner.releaseSavepoint((connection as Tracked).inner, name, compile)
-  }
-
-  releaseConnection(connection: DatabaseConnection): Promise<void> {
-    return this.inner.releaseConnection((connection as Tracked).inner)
-  }
-
-  destroy(): Promise<void> {
-    return this.inner.destroy()
   }
 }

@@ -8,6 +8,7 @@ import {
   sql,
   type TableMetadata,
 } from 'kysely'
+import { wrapDialect } from './pass-through-driver.js'
 
 interface ColumnRow {
   schema: string
@@ -80,10 +81,5 @@ class CurrentSchemaIntrospector implements DatabaseIntrospector {
 
 /** The PostgreSQL dialect with its introspection kept to the store's own schema (see above). */
 export function currentSchemaDialect(dialect: Dialect): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createDriver: () => dialect.createDriver(),
-    createIntrospector: (db) => new CurrentSchemaIntrospector(db),
-  }
+  return wrapDialect(dialect, { createIntrospector: (db) => new CurrentSchemaIntrospector(db) })
 }

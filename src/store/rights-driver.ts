@@ -6,10 +6,10 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely'
+import { PassThroughDriver, type WrappedConnection, wrapDialect } from './pass-through-driver.js'
 import { isRightsWrite, type RightsFeed } from './rights-feed.js'
 
-interface Watched extends DatabaseConnection {
-  readonly inner: DatabaseConnection
+interface Watched extends WrappedConnection {
   inTransaction: boolean
   /** A statement of the open transaction wrote to a rights table. */
   rightsChanged: boolean
@@ -24,23 +24,18 @@ interface Watched extends DatabaseConnection {
  * for a rolled-back write. `channel` undefined: SQLite, one process, nothing to send.
  */
 export function rightsDialect(dialect: Dialect, feed: RightsFeed, channel?: string): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
+  return wrapDialect(dialect, {
     createDriver: () => new RightsDriver(dialect.createDriver(), feed, channel),
-  }
+  })
 }
 
-class RightsDriver implements Driver {
+class RightsDriver extends PassThroughDriver {
   constructor(
-    private readonly inner: Driver,
+    inner: Driver,
     private readonly feed: RightsFeed,
     private readonly channel: string | undefined,
-  ) {}
-
-  init(): Promise<void> {
-    return this.inner.init()
+  ) {
+    super(inner)
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -121,40 +116,5 @@ class RightsDriver implements Driver {
     watched.inTransaction = false
     watched.rightsChanged = false
     return this.inner.rollbackTransaction(watched.inner)
-  }
-
-  savepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.savepoint) throw new Error('savepoints are not supported')
-    return this.inner.savepoint((connection as Watched).inner, name, compile)
-  }
-
-  rollbackToSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.rollbackToSavepoint) throw new Error('savepoints are not supported')
-    return this.inner.rollbackToSavepoint((connection as Watched).inner, name, compile)
-  }
-
-  releaseSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: Parameters<NonNullable<Driver['savepoint']>>[2],
-  ): Promise<void> {
-    if (!this.inner.releaseSavepoint) throw new Error('savepoints are not supported')
-    return this.inner.releaseSavepoint((connection as Watched).inner, name, compile)
-  }
-
-  releaseConnection(connection: DatabaseConnection): Promise<void> {
-    return this.inner.releaseConnection((connection as Watched).inner)
-  }
-
-  destroy(): Promise<void> {
-    return this.inner.destroy()
   }
 }
