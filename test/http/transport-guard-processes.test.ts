@@ -130,7 +130,8 @@ describe(`coffer serve in production: no credentials in clear (${testDialect})`,
     expect(missing).toContain('there is no such file (ENOENT)')
     // Never the content of a file.
     for (const stderr of [mismatch, notPem, missing]) expect(stderr).not.toMatch(/BEGIN|hello/)
-  }, 30_000)
+    // Three processes: as long as the other cases that start several.
+  }, 60_000)
 
   it('starts on 0.0.0.0 with TLS', async () => {
     const dir = db.dataDir()
