@@ -53,6 +53,17 @@ module.exports = {
       to: { path: '^src/modules/[^/]+/.*[.]repo[.]ts$', pathNot: '^src/modules/$1/' },
     },
     {
+      name: 'foreign-module-subfolder',
+      comment:
+        'Another module is reached through the files at the top of its folder (its service), ' +
+        'never through a file in a subfolder of it or a file loose in src/modules/: the ' +
+        'module-cycle rule sees each folder as a node, so an import into a subfolder would count ' +
+        'as an import of that subfolder, not of the module, and could hide a module cycle.',
+      severity: 'error',
+      from: { path: '^src/modules/([^/]+)/', pathNot: TESTS },
+      to: { path: '^src/modules/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/[^/]+$'] },
+    },
+    {
       name: 'file-cycle',
       comment:
         'No file may reach itself through its imports (type imports included): a cycle makes ' +
@@ -68,7 +79,8 @@ module.exports = {
         'Features depend on each other in one direction: two modules that import each other ' +
         '(even through other modules, and even when no file cycle exists) are one feature in ' +
         'two folders. Break it with a port in the kernel, implemented by one of them and wired ' +
-        'in src/deps.ts. Checked on folders, so a module is one flat folder.',
+        "in src/deps.ts. Checked on folders: a module's subfolders add their imports to it, and " +
+        'foreign-module-subfolder keeps other modules from importing into them.',
       severity: 'error',
       scope: 'folder',
       from: { path: '^src/modules/[^/]+$' },

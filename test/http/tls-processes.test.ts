@@ -202,6 +202,71 @@ describe(`coffer serve: SIGHUP reloads the TLS pair (${testDialect})`, () => {
   }, 30_000)
 })
 
+describe(`coffer serve: SIGHUP reloads each listener's own pair (${testDialect})`, () => {
+  let db: SharedDatabase
+  let pki: TestPki
+
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    pki = makeTestPki()
+  })
+  afterAll(async () => {
+    pki?.close()
+    await db?.drop()
+  })
+
+  it('the consent API takes its new pair on SIGHUP as the main API does, each from its own files', async () => {
+    const pairIn = (name: string, issued: Issued) => {
+      const folder = mkdtempSync(join(pki.dir, `${name}-`))
+      const files = { cert: join(folder, 'cert.pem'), key: join(folder, 'key.pem') }
+      copyFileSync(issued.certFile, files.cert)
+      copyFileSync(issued.keyFile, files.key)
+      return files
+    }
+    const main = pairIn('main', pki.leaf)
+    const consent = pairIn('consent', pki.consentLeaf)
+    const server = await startServerProcess({
+      ...db.env(db.dataDir()),
+      COFFER_SERVE: 'both',
+      COFFER_CONSENT_PORT: '0',
+      COFFER_CONSENT_JWT_SECRET: TEST_CONSENT_SECRET,
+      COFFER_TLS_CERT_FILE: main.cert,
+      COFFER_TLS_KEY_FILE: main.key,
+      COFFER_CONSENT_TLS_CERT_FILE: consent.cert,
+      COFFER_CONSENT_TLS_KEY_FILE: consent.key,
+      COFFER_TLS_WATCH: 'false',
+    })
+    try {
+      const consentUrl = (
+        await waitForOutput(server, /Consent API listening at (https:\/\/127\.0\.0\.1:\d+)/)
+      )[1] as string
+      const mainPort = portOf(server.url)
+      const consentPort = portOf(consentUrl)
+      expect(await servedFingerprint(pki, consentPort)).toBe(fingerprintOf(pki.consentLeaf.cert))
+      // The consent pair becomes server-one's, the main one server-two's.
+      copyFileSync(pki.leaf.certFile, consent.cert)
+      copyFileSync(pki.leaf.keyFile, consent.key)
+      copyFileSync(pki.leaf2.certFile, main.cert)
+      copyFileSync(pki.leaf2.keyFile, main.key)
+      server.child.kill('SIGHUP')
+      await waitForOutput(
+        server,
+        /"listener":"consent","reason":"SIGHUP".*"subject":"CN=server-one".*TLS certificate reloaded/,
+      )
+      await waitForOutput(
+        server,
+        /"listener":"api","reason":"SIGHUP".*"subject":"CN=server-two".*TLS certificate reloaded/,
+      )
+      expect(await servedFingerprint(pki, consentPort)).toBe(fingerprintOf(pki.leaf.cert))
+      expect(await servedFingerprint(pki, mainPort)).toBe(fingerprintOf(pki.leaf2.cert))
+      expect((await httpsRequest(pki, `${consentUrl}/readyz`)).status).toBe(200)
+      expect(server.child.exitCode).toBeNull()
+    } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})
+
 describe(`coffer serve over TLS: graceful shutdown with HTTP/2 sessions (${testDialect})`, () => {
   let db: SharedDatabase
   let pki: TestPki

@@ -101,9 +101,12 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
-async function serve(files: TlsPairFiles, options: { watch?: boolean; clientAuth?: boolean } = {}) {
+async function serve(
+  files: TlsPairFiles,
+  options: { watch?: boolean; clientAuth?: boolean; caFile?: string } = {},
+) {
   const clientAuth = options.clientAuth
-    ? { caFile: pki.ca.certFile, mode: 'require' as const }
+    ? { caFile: options.caFile ?? pki.ca.certFile, mode: 'require' as const }
     : undefined
   const material = await loadTlsMaterial(files, clientAuth)
   server = await startTestServer({ tls: material })
@@ -315,6 +318,33 @@ describe('certificate rotation without a restart', () => {
     expect(await renegotiation(pki, port, { cert: pki.client.cert, key: pki.client.key })).toBe(
       'ERR_SSL_NO_RENEGOTIATION',
     )
+  })
+
+  it('the client CA is reloaded with the pair: a new CA alone is taken, a broken one refused', async () => {
+    dir = mkdtempSync(join(pki.dir, 'client-ca-'))
+    const files = pairIn(dir)
+    install(files, pki.leaf)
+    const caFile = join(dir, 'clients.pem')
+    copyFileSync(pki.ca.certFile, caFile)
+    const { port, reloader } = await serve(files, { watch: false, clientAuth: true, caFile })
+    const as = (client: Issued) =>
+      handshake(port, {
+        ca: pki.ca.cert,
+        cert: client.cert,
+        key: client.key,
+        maxVersion: 'TLSv1.2',
+      })
+    expect((await as(pki.client)).ok).toBe(true)
+    expect((await as(pki.foreignClient)).ok).toBe(false)
+    // Only the CA file changes (the services' certificates now come from another CA).
+    copyFileSync(pki.foreignCa.certFile, caFile)
+    expect(await reloader.reload('SIGHUP')).toEqual(['reloaded'])
+    expect((await as(pki.foreignClient)).ok).toBe(true)
+    expect((await as(pki.client)).ok).toBe(false)
+    // A CA file that is not PEM: refused, the CA in service stays.
+    writeFileSync(caFile, 'not a certificate\n')
+    expect(await reloader.reload('SIGHUP')).toEqual(['refused'])
+    expect((await as(pki.foreignClient)).ok).toBe(true)
   })
 
   it('a listener on a host name serves the reloaded pair on every address it listens on', async () => {

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import tls from 'node:tls'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ClientAuthMode, TlsPairFiles } from '../../src/config-tls.js'
 import { loadTlsMaterial } from '../../src/http/tls-material.js'
@@ -34,6 +36,8 @@ import { type Issued, makeTestPki, type TestPki } from '../helpers/tls-pki.js'
  * made for the test by the `openssl` CLI. (Reloads: tls-reload.test.ts; `coffer serve`, the
  * production rule and SIGHUP: tls-processes.test.ts.)
  */
+
+const execFileAsync = promisify(execFile)
 
 let pki: TestPki
 beforeAll(() => {
@@ -129,6 +133,44 @@ describe('main API over TLS', () => {
     } finally {
       session.close()
     }
+  })
+
+  it('curl works over HTTP/2 and HTTP/1.1 with the test CA, and refuses the server without it', async () => {
+    const curl = async (...args: string[]) => {
+      try {
+        const { stdout } = await execFileAsync('curl', [
+          '-sS',
+          '-D',
+          '-',
+          '-u',
+          `${server.admin.api_key}:`,
+          '-w',
+          '\nversion=%{http_version}',
+          ...args,
+          `${server.url}/v1/auth/me`,
+        ])
+        return { code: 0, stdout, stderr: '' }
+      } catch (error) {
+        const e = error as { code?: number | string; stdout?: string; stderr?: string }
+        // No curl on this machine is a failure, not a skip: the issue promises it works.
+        if (e.code === 'ENOENT') throw new Error('this test needs the curl command')
+        return { code: Number(e.code), stdout: e.stdout ?? '', stderr: e.stderr ?? '' }
+      }
+    }
+    for (const [flag, version] of [
+      ['--http2', '2'],
+      ['--http1.1', '1.1'],
+    ] as const) {
+      const answer = await curl('--cacert', pki.ca.certFile, flag)
+      expect(answer.code, answer.stderr).toBe(0)
+      expect(answer.stdout).toMatch(new RegExp(`^HTTP/${version.replace('.', '\\.')} 200`))
+      expect(answer.stdout).toMatch(/^strict-transport-security: max-age=31536000\r?$/im)
+      expect(answer.stdout).toContain(`"id":"${server.admin.userId}"`)
+      expect(answer.stdout.trim().endsWith(`version=${version}`)).toBe(true)
+    }
+    // Verification is on: without the CA, curl refuses the certificate (exit 60).
+    const untrusted = await curl('--cacert', pki.foreignCa.certFile)
+    expect(untrusted.code).toBe(60)
   })
 
   it('bounds the streams one HTTP/2 connection may open at once (advertised in its SETTINGS)', async () => {

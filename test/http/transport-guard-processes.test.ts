@@ -8,6 +8,7 @@ import {
   type SharedDatabase,
   sharedDatabase,
   startServerProcess,
+  waitForOutput,
 } from '../helpers/processes.js'
 import { testDialect } from '../helpers/store.js'
 import { httpsRequest, json, plainRequest } from '../helpers/tls-clients.js'
@@ -130,7 +131,8 @@ describe(`coffer serve in production: no credentials in clear (${testDialect})`,
     expect(missing).toContain('there is no such file (ENOENT)')
     // Never the content of a file.
     for (const stderr of [mismatch, notPem, missing]) expect(stderr).not.toMatch(/BEGIN|hello/)
-  }, 30_000)
+    // Three processes: as long as the other cases that start several.
+  }, 60_000)
 
   it('starts on 0.0.0.0 with TLS', async () => {
     const dir = db.dataDir()
@@ -157,6 +159,10 @@ describe(`coffer serve in production: no credentials in clear (${testDialect})`,
     const server = await startServerProcess({
       ...db.env(dir),
       ...PRODUCTION,
+      // Both listeners: the consent API trusts the same proxy and sends the same HSTS.
+      COFFER_SERVE: 'both',
+      COFFER_CONSENT_PORT: '0',
+      COFFER_CONSENT_JWT_SECRET: TEST_CONSENT_SECRET,
       COFFER_HOST: '0.0.0.0',
       COFFER_TLS_TERMINATED_BY_PROXY: 'true',
       COFFER_TRUST_PROXY: '127.0.0.1',
@@ -164,10 +170,16 @@ describe(`coffer serve in production: no credentials in clear (${testDialect})`,
     })
     try {
       expect(server.url).toMatch(/^http:\/\//)
-      const viaProxy = await plainRequest(`${server.url}/healthz`, { 'x-forwarded-proto': 'https' })
-      expect(viaProxy.headers['strict-transport-security']).toBe('max-age=600')
-      const direct = await plainRequest(`${server.url}/healthz`)
-      expect(direct.headers['strict-transport-security']).toBeUndefined()
+      const consentUrl = (
+        await waitForOutput(server, /Consent API listening at (http:\/\/[^\s"]+)/)
+      )[1] as string
+      for (const url of [server.url, consentUrl]) {
+        const viaProxy = await plainRequest(`${url}/healthz`, { 'x-forwarded-proto': 'https' })
+        expect(viaProxy.status, url).toBe(200)
+        expect(viaProxy.headers['strict-transport-security'], url).toBe('max-age=600')
+        const direct = await plainRequest(`${url}/healthz`)
+        expect(direct.headers['strict-transport-security'], url).toBeUndefined()
+      }
     } finally {
       await server.stop()
     }
