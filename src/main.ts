@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -41,6 +42,21 @@ import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
 import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
+import { backupSummary, createBackup } from './modules/backup/backup-create.js'
+import { describeLocation, openBackup, parseLocation } from './modules/backup/backup-file.js'
+import { heldMasterKeys } from './modules/backup/backup-keys.js'
+import {
+  assertRestorable,
+  authenticateBackup,
+  type ConsentSecretPlace,
+  consentSecretProblem,
+  restoreConsentSecret,
+  restoreInto,
+  targetProblem,
+} from './modules/backup/backup-restore.js'
+import { verifyBackup } from './modules/backup/backup-verify.js'
+import { type CheckInput, runCheck } from './modules/backup/check.js'
+import { scratchFor } from './modules/backup/scratch.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
@@ -51,8 +67,8 @@ import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
 import { accountsWithDataKeys } from './store/data-keys.repo.js'
-import { isPostgresUrl, openStore, type Store } from './store/db.js'
-import { migrateToLatest } from './store/migrate.js'
+import { isPostgresUrl, openStore, type Store, type StoreOptions } from './store/db.js'
+import { migrateTo, migrateToLatest } from './store/migrate.js'
 
 const USAGE = `usage: coffer <command>
 
@@ -73,15 +89,21 @@ commands:
                    reordered event (exit code 2 when one is found)
   audit export --format jsonl|csv [--account <id>] [--from <iso>] [--to <iso>] [--out <file>]
                    write audit events to stdout (or a file)
+  backup create <file|s3://bucket/key>
+                   one consistent, encrypted backup while servers keep serving
+  backup verify <file|s3://bucket/key> [--scratch <dir>]
+                   restore into a scratch location and check everything (exit 2 naming the
+                   first problem)
+  backup restore <file|s3://bucket/key>
+                   restore into the configured, empty database and BLOB store
+  check            every data key unwraps, every record and BLOB decrypts, no BLOB object is
+                   missing or orphaned (exit 2 naming the problems)
 ${CONSENT_USAGE}`
 
-/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
-async function open(config: Config, readWorkers = 0): Promise<Store> {
-  // The database, its WAL, keys and credentials files are readable by this user only.
-  process.umask(0o077)
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+/** The configured database's store options; `readWorkers`: SQLite search threads. */
+function storeOptionsOf(config: Config, readWorkers = 0): StoreOptions & { pg: PgOptions } {
   const limits = config.database
-  const storeOptions = {
+  return {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
     sqliteReadWorkers: readWorkers,
@@ -92,6 +114,20 @@ async function open(config: Config, readWorkers = 0): Promise<Store> {
       idleTimeoutMs: limits.pgIdleTimeoutMs,
     },
   }
+}
+
+type PgOptions = NonNullable<StoreOptions['pg']>
+
+/** The database, its WAL, keys and credentials files are readable by this user only. */
+function prepareDataDir(config: Config): void {
+  process.umask(0o077)
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+}
+
+/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
+async function open(config: Config, readWorkers = 0): Promise<Store> {
+  prepareDataDir(config)
+  const storeOptions = storeOptionsOf(config, readWorkers)
   // Migrations (a re-index on a large database) may legitimately outlast the statement timeout
   // that bounds requests: they run on a connection of their own without one.
   if (isPostgresUrl(config.databaseUrl)) {
@@ -521,6 +557,226 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
   return { done, accounts: results }
 }
 
+/** What `coffer check` reads, from a node's (or a scratch store's) services. */
+function checkInputOf(deps: Deps, onProgress?: CheckInput['onProgress']): CheckInput {
+  return {
+    db: deps.store.db,
+    keyring: deps.keyring,
+    columns: [deps.documents.sealedColumn(), deps.users.sealedColumn()],
+    blobs: deps.blobService.sealedColumn(),
+    blobStore: deps.blobs,
+    blobObjectKey: (account, vault, blob) => deps.blobService.objectKeyOf(account, vault, blob),
+    ...(onProgress ? { onProgress } : {}),
+  }
+}
+
+/** The consent secret's place on this node (modules/consent/consent-secret.ts reads the same). */
+function consentPlace(config: Config): ConsentSecretPlace {
+  return { fromEnvironment: config.consentJwtSecret, file: config.consentJwtSecretFile }
+}
+
+/** The generated consent secret file's content (a backup carries it), when there is one. */
+function consentSecretFile(config: Config): string | undefined {
+  if (config.consentJwtSecret || !existsSync(config.consentJwtSecretFile)) return undefined
+  return readFileSync(config.consentJwtSecretFile, 'utf8').trim()
+}
+
+/** `coffer backup create <target>`: the snapshot runs on a store of its own (backup-create.ts). */
+async function backupCreate(config: Config, target: string): Promise<number> {
+  const location = parseLocation(target)
+  const { store, deps } = await start(config, (obj, msg) =>
+    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`),
+  )
+  const options = storeOptionsOf(config)
+  const snapshotStore = openStore({
+    ...options,
+    pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
+  })
+  const progress = terminalProgress('backed up', 'rows and objects')
+  try {
+    const consentSecret = consentSecretFile(config)
+    const result = await audited(
+      deps,
+      { operation: 'cli.backup.create', route: 'coffer backup create <target>' },
+      () =>
+        createBackup({
+          snapshotStore,
+          live: store.db,
+          blobStore: deps.blobs,
+          masterKey: deps.keyring.master,
+          ...(consentSecret !== undefined ? { consentSecret } : {}),
+          location,
+          s3: config.s3,
+          onProgress: (done, total) => progress.update(done, total),
+        }),
+    )
+    progress.end()
+    const summary = {
+      backup: result.location,
+      bytes: result.bytes,
+      ...backupSummary(result.manifest),
+    }
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
+    return 0
+  } finally {
+    progress.end()
+    await snapshotStore.close()
+    await store.close()
+  }
+}
+
+/** `backup verify <target> [--scratch <dir>]`. */
+function verifyArgs(args: string[]): { target: string; scratch: string } | undefined {
+  const [target, flag, dir, ...rest] = args
+  if (!target || rest.length > 0) return undefined
+  if (flag === undefined) return { target, scratch: tmpdir() }
+  return flag === '--scratch' && dir ? { target, scratch: dir } : undefined
+}
+
+/** `coffer backup verify`: exit 0 only when the backup restores and everything in it opens. */
+async function backupVerify(config: Config, target: string, scratchDir: string): Promise<number> {
+  const location = parseLocation(target)
+  const keys = heldMasterKeys(config)
+  const admin = isPostgresUrl(config.databaseUrl) ? openStore(storeOptionsOf(config)) : undefined
+  const backup = await openBackup(location, config.s3)
+  const progress = terminalProgress('restored', 'rows and objects (scratch)')
+  try {
+    const report = await verifyBackup(
+      backup.stream,
+      keys,
+      (meta) =>
+        scratchFor(
+          meta.database,
+          scratchDir,
+          admin ? { admin: admin.db, options: storeOptionsOf(config) } : undefined,
+        ),
+      (scratch) => {
+        const deps = createDeps(scratch.store, {
+          masterKey: keys,
+          blobStore: scratch.blobStore,
+          audit: false,
+        })
+        return runCheck(checkInputOf(deps))
+      },
+      (done) => progress.update(done, done),
+    )
+    progress.end()
+    const { manifest, check, ...rest } = report
+    const out = {
+      backup: describeLocation(location),
+      ...rest,
+      ...(manifest ? backupSummary(manifest) : {}),
+      ...(check ? { check } : {}),
+    }
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`)
+    if (!report.ok) process.stderr.write(`backup verify: ${report.problem}\n`)
+    return report.ok ? 0 : 2
+  } finally {
+    progress.end()
+    backup.close()
+    await admin?.close()
+  }
+}
+
+/**
+ * `coffer backup restore`: the whole backup is read and checked first; then the target must be
+ * empty (database and BLOB store) and the consent secret compatible; only then is anything
+ * written. Exit 2 when refused (nothing changed).
+ */
+async function backupRestore(config: Config, target: string): Promise<number> {
+  const location = parseLocation(target)
+  const keys = heldMasterKeys(config)
+  const dialect = isPostgresUrl(config.databaseUrl) ? 'postgres' : 'sqlite'
+  if (config.databaseUrl === ':memory:') throw new Error('restore needs a database file')
+  const refuse = (problem: string) => {
+    process.stderr.write(`backup restore refused: ${problem}; nothing was changed\n`)
+    return 2
+  }
+  const checking = terminalProgress('checked', 'object bytes')
+  let first: Awaited<ReturnType<typeof authenticateBackup>>
+  const pass = await openBackup(location, config.s3)
+  try {
+    first = await authenticateBackup(pass.stream, keys, (bytes) => checking.update(bytes, bytes))
+  } catch (error) {
+    return refuse(error instanceof Error ? error.message : String(error))
+  } finally {
+    checking.end()
+    pass.close()
+  }
+  try {
+    assertRestorable(first.manifest, dialect)
+  } catch (error) {
+    return refuse(error instanceof Error ? error.message : String(error))
+  }
+  const blobStore = blobStoreFor(config)
+  const exists = dialect === 'postgres' || existsSync(config.databaseUrl)
+  prepareDataDir(config)
+  const store = exists ? openStore(storeOptionsOf(config)) : undefined
+  const problem =
+    (await targetProblem(store, blobStore)) ??
+    consentSecretProblem(consentPlace(config), first.consentSecret)
+  if (problem) {
+    await store?.close()
+    return refuse(problem)
+  }
+  const target$ = store ?? openStore(storeOptionsOf(config))
+  const progress = terminalProgress('restored', 'rows and objects')
+  const backup = await openBackup(location, config.s3)
+  try {
+    const { manifest } = await restoreInto(
+      backup.stream,
+      keys,
+      async () => ({
+        store: target$,
+        blobStore,
+        migrateTo: async (name) => {
+          await migrateTo(target$.db, name)
+        },
+      }),
+      { onProgress: (done) => progress.update(done, first.items) },
+    )
+    progress.end()
+    await migrateToLatest(target$.db)
+    const wroteSecret = restoreConsentSecret(consentPlace(config), first.consentSecret)
+    // Recorded in the restored trail once everything is in (a failed restore leaves it empty).
+    await runAudited(
+      new AuditWriter(target$.db, target$.dialect),
+      { operation: 'cli.backup.restore', route: 'coffer backup restore <backup>' },
+      async () => {},
+    )
+    const summary = {
+      restored: describeLocation(location),
+      ...backupSummary(manifest),
+      ...(wroteSecret ? { consent_secret_file: config.consentJwtSecretFile } : {}),
+    }
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
+    return 0
+  } finally {
+    progress.end()
+    backup.close()
+    await target$.close()
+  }
+}
+
+/** `coffer check` on the configured database and BLOB store. */
+async function checkCommand(config: Config): Promise<number> {
+  const { store, deps } = await start(config, (obj, msg) =>
+    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`),
+  )
+  const progress = terminalProgress('checked', 'items')
+  try {
+    const report = await runCheck(
+      checkInputOf(deps, (done, note) => progress.update(done, done, note)),
+    )
+    progress.end()
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+    return report.ok ? 0 : 2
+  } finally {
+    progress.end()
+    await store.close()
+  }
+}
+
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
 function serveMode(args: string[], configured: ServeMode): ServeMode {
   if (args.length === 0) return configured
@@ -662,6 +918,29 @@ async function main(argv: string[]): Promise<number> {
       await store.close()
     }
     return 0
+  }
+  if (command === 'backup' && (sub === 'create' || sub === 'restore')) {
+    const [target, ...rest] = argv.slice(2)
+    if (!target || rest.length > 0) {
+      process.stderr.write(`usage: coffer backup ${sub} <file|s3://bucket/key>\n`)
+      return 1
+    }
+    return sub === 'create' ? backupCreate(config, target) : backupRestore(config, target)
+  }
+  if (command === 'backup' && sub === 'verify') {
+    const args = verifyArgs(argv.slice(2))
+    if (!args) {
+      process.stderr.write('usage: coffer backup verify <file|s3://bucket/key> [--scratch <dir>]\n')
+      return 1
+    }
+    return backupVerify(config, args.target, args.scratch)
+  }
+  if (command === 'check') {
+    if (argv.length > 1) {
+      process.stderr.write('usage: coffer check\n')
+      return 1
+    }
+    return checkCommand(config)
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)
   return 1
