@@ -146,7 +146,7 @@ async function* generate(
           yield frame(Frame.Rows, payload)
           rows += 1
           progress()
-          copied = yield* objectFrames(found.key, found.content)
+          copied = yield* objectFrames(found.key, found.content, signal)
         } finally {
           found.content.destroy()
         }
@@ -231,12 +231,14 @@ function* rowsPayloads(rows: Row[]): Generator<Buffer> {
 async function* objectFrames(
   key: string,
   content: Readable,
+  signal: AbortSignal | undefined,
 ): AsyncGenerator<Buffer, { size: number; sha256: string }> {
   yield jsonFrame(Frame.Object, { key })
   const hash = createHash('sha256')
   let size = 0
   try {
     for await (const chunk of content as AsyncIterable<Buffer>) {
+      signal?.throwIfAborted()
       for (let at = 0; at < chunk.length; at += CHUNK_BYTES) {
         const piece = chunk.subarray(at, at + CHUNK_BYTES)
         hash.update(piece)
