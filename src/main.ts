@@ -43,7 +43,12 @@ import type { Meter } from './metrics/meter.js'
 import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { backupSummary, createBackup } from './modules/backup/backup-create.js'
-import { describeLocation, openBackup, parseLocation } from './modules/backup/backup-file.js'
+import {
+  type BackupLocation,
+  describeLocation,
+  openBackup,
+  parseLocation,
+} from './modules/backup/backup-file.js'
 import { heldMasterKeys } from './modules/backup/backup-keys.js'
 import {
   assertRestorable,
@@ -54,6 +59,7 @@ import {
   restoreInto,
   targetProblem,
 } from './modules/backup/backup-restore.js'
+import { type BackupScheduler, scheduleBackups } from './modules/backup/backup-schedule.js'
 import { verifyBackup } from './modules/backup/backup-verify.js'
 import { type CheckInput, runCheck } from './modules/backup/check.js'
 import { scratchFor } from './modules/backup/scratch.js'
@@ -372,10 +378,16 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     store,
     log: (obj, msg) => first.log.info(obj, msg),
   })
+  // COFFER_BACKUP_SCHEDULE: each slot taken by one node of the cluster (decisions 238).
+  const backups = scheduledBackups(config, store, deps, (obj, msg) => first.log.info(obj, msg))
+  if (metrics && backups) metrics.watchBackups(() => backups.freshStats())
+  let backupsStopped: Promise<void> | undefined
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: async () => {
+      // A backup in progress was stopped when the shutdown began (its partial output removed).
+      await backupsStopped
       // A retention pass and a re-index batch in progress finish before the store closes; so do
       // the queued audit events, and a later one is refused at once (http/audit.ts: the answer
       // stays as it was).
@@ -392,6 +404,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     onShutdown: () => {
       keyFiles.stop()
       reloader?.stop()
+      backupsStopped = backups?.stop()
     },
   })
   // Background work starts only once a signal would stop it cleanly: awaited before the
@@ -400,6 +413,59 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     // Schema re-indexes a stopped server left unfinished go on from their last batch.
     const resumed = await deps.schemas.resumeReindexes()
     if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
+  }
+}
+
+/** The backup schedule of `coffer serve`, when COFFER_BACKUP_SCHEDULE is set. */
+function scheduledBackups(
+  config: Config,
+  store: Store,
+  deps: Deps,
+  log: (obj: object, msg: string) => void,
+): BackupScheduler | undefined {
+  const { schedule, target, keep } = config.backup
+  if (!schedule || !target) return undefined
+  return scheduleBackups({
+    cron: schedule,
+    target,
+    keep,
+    s3: config.s3,
+    db: store.db,
+    run: (location, signal) => scheduledBackup(config, store, deps, location, signal),
+    draining: () => deps.health.draining,
+    log,
+    meter: deps.meter,
+  })
+}
+
+/** One scheduled backup: the snapshot on a connection of its own, the node's services. */
+async function scheduledBackup(
+  config: Config,
+  store: Store,
+  deps: Deps,
+  location: BackupLocation,
+  signal: AbortSignal,
+) {
+  if (location.kind === 'file') mkdirSync(dirname(location.path), { recursive: true, mode: 0o700 })
+  const options = storeOptionsOf(config)
+  const snapshotStore = openStore({
+    ...options,
+    pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
+  })
+  try {
+    const consentSecret = consentSecretFile(config)
+    return await createBackup({
+      snapshotStore,
+      live: store.db,
+      blobStore: deps.blobs,
+      masterKey: deps.keyring.master,
+      ...(consentSecret !== undefined ? { consentSecret } : {}),
+      location,
+      s3: config.s3,
+      signal,
+    })
+  } finally {
+    await snapshotStore.close()
   }
 }
 
