@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { basicHeader } from './helpers/app.js'
@@ -229,6 +229,53 @@ describe.each(['file', 's3'] as const)('coffer backup to a %s', (kind) => {
   }, 180_000)
 })
 
+describe('scheduled backups in coffer serve', () => {
+  it('two nodes on one database: each slot is written once, by one of them; /metrics shows it', async () => {
+    const db = await sharedDatabase()
+    cleanups.push(() => db.drop())
+    const folder = join(db.dataDir(), 'scheduled')
+    const token = randomBytes(24).toString('hex')
+    const env = (dir: string) => ({
+      ...db.env(dir),
+      COFFER_BACKUP_SCHEDULE: '* * * * *',
+      COFFER_BACKUP_TARGET: folder,
+      COFFER_BACKUP_KEEP: '3',
+      COFFER_METRICS_TOKEN: token,
+    })
+    const first = db.dataDir()
+    const a = await startServerProcess(env(first))
+    cleanups.push(() => a.stop())
+    const b = await startServerProcess(env(db.dataDir()))
+    cleanups.push(() => b.stop())
+    const scrape = async (url: string) => {
+      const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })
+      expect(res.status).toBe(200)
+      return res.text()
+    }
+    const files = () =>
+      existsSync(folder) ? readdirSync(folder).filter((n) => n.endsWith('.cbk')) : []
+    // The next minute's slot, at the latest.
+    const deadline = Date.now() + 90_000
+    while (files().length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 500))
+    expect(files()).toHaveLength(1)
+    await new Promise((r) => setTimeout(r, 2000))
+    const [ta, tb] = [await scrape(a.url), await scrape(b.url)]
+    const ok = (text: string) =>
+      Number(/coffer_backup_runs_total\{outcome="ok"\} (\d+)/.exec(text)?.[1] ?? 'NaN')
+    expect(ok(ta) + ok(tb)).toBe(1)
+    for (const text of [ta, tb]) {
+      expect(text).toMatch(/coffer_backup_failures 0/)
+      expect(text).toMatch(/coffer_backup_last_size_bytes [1-9]\d*/)
+      expect(text).toMatch(/coffer_backup_last_success_timestamp_seconds \d+/)
+    }
+    const name = files()[0] as string
+    const verified = await runCoffer(['backup', 'verify', join(folder, name)], env(first))
+    expect(JSON.parse(verified.stdout).ok).toBe(true)
+    await Promise.all([a.stop(), b.stop()])
+  }, 240_000)
+})
+
 describe('coffer backup verify and restore refuse a damaged file', () => {
   it.skipIf(testDialect === 'postgres')(
     'name the problem and change nothing',
@@ -243,7 +290,6 @@ describe('coffer backup verify and restore refuse a damaged file', () => {
       const bytes = readFileSync(file)
       bytes[bytes.length - 100] = (bytes[bytes.length - 100] as number) ^ 0x80
       const damaged = join(db.dataDir(), 'damaged.cbk')
-      const { writeFileSync } = await import('node:fs')
       writeFileSync(damaged, bytes)
       const verify = await cofferFails(['backup', 'verify', damaged], env)
       expect(verify.code).toBe(2)

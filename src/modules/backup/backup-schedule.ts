@@ -166,12 +166,19 @@ export function scheduleBackups(options: ScheduleOptions): BackupScheduler {
   })
 
   let refreshedAt = 0
+  let refreshing: Promise<void> | undefined
+  // One read serves every gauge of a scrape (they are collected together).
   const freshStats = async () => {
     const t = Date.now()
-    if (t - refreshedAt >= STATS_TTL_MS) {
+    if (!refreshing && t - refreshedAt >= STATS_TTL_MS) {
       refreshedAt = t
-      await refresh().catch(() => {})
+      refreshing = refresh()
+        .catch(() => {})
+        .finally(() => {
+          refreshing = undefined
+        })
     }
+    await refreshing
     return stats
   }
 
