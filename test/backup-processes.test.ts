@@ -226,7 +226,7 @@ describe.each(['file', 's3'] as const)('coffer backup to a %s', (kind) => {
     expect(acknowledged.length).toBeGreaterThan(30)
     expect(await readBack(again.url, auth, vaultId, acknowledged)).toEqual([])
     await again.stop()
-  }, 180_000)
+  }, 300_000)
 })
 
 describe('scheduled backups in coffer serve', () => {
@@ -285,6 +285,9 @@ describe('coffer backup verify and restore refuse a damaged file', () => {
       const dataDir = db.dataDir()
       const env = db.env(dataDir)
       await runCoffer(['account', 'create'], env)
+      // The consent secret `coffer serve` generates on SQLite travels with the backup.
+      const consentSecret = randomBytes(32).toString('base64url')
+      writeFileSync(join(dataDir, 'consent-jwt.key'), `${consentSecret}\n`, { mode: 0o600 })
       const file = join(db.dataDir(), 'one.cbk')
       await runCoffer(['backup', 'create', file], env)
       const bytes = readFileSync(file)
@@ -300,7 +303,22 @@ describe('coffer backup verify and restore refuse a damaged file', () => {
       expect(restore.code).toBe(2)
       expect(restore.stderr).toMatch(/integrity check in chunk.*nothing was changed/)
       expect(existsSync(join(restoreDir, 'coffer.db'))).toBe(false)
+
+      // Another consent secret where the restore would go: refused, nothing written.
+      const elsewhere = db.dataDir()
+      const other = `${randomBytes(32).toString('base64url')}\n`
+      writeFileSync(join(elsewhere, 'consent-jwt.key'), other)
+      const clash = await cofferFails(['backup', 'restore', file], {
+        ...restoreEnv,
+        COFFER_DATA_DIR: elsewhere,
+      })
+      expect(clash.code).toBe(2)
+      expect(clash.stderr).toMatch(/consent secret/)
+      expect(existsSync(join(elsewhere, 'coffer.db'))).toBe(false)
+
+      await runCoffer(['backup', 'restore', file], restoreEnv)
+      expect(readFileSync(join(restoreDir, 'consent-jwt.key'), 'utf8').trim()).toBe(consentSecret)
     },
-    60_000,
+    180_000,
   )
 })
