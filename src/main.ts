@@ -754,6 +754,8 @@ async function backupRestore(config: Config, target: string): Promise<number> {
   const keys = heldMasterKeys(config)
   const dialect = isPostgresUrl(config.databaseUrl) ? 'postgres' : 'sqlite'
   if (config.databaseUrl === ':memory:') throw new Error('restore needs a database file')
+  // What the restore writes (database, objects, the consent secret) is this user's only.
+  process.umask(0o077)
   const refuse = (problem: string) => {
     process.stderr.write(`backup restore refused: ${problem}; nothing was changed\n`)
     return 2
@@ -776,8 +778,10 @@ async function backupRestore(config: Config, target: string): Promise<number> {
   }
   const blobStore = blobStoreFor(config)
   const exists = dialect === 'postgres' || existsSync(config.databaseUrl)
-  prepareDataDir(config)
-  const store = exists ? openStore(storeOptionsOf(config)) : undefined
+  // Migrations over restored rows of an older release may outlast the statement timeout.
+  const options = storeOptionsOf(config)
+  const restoreOptions = { ...options, pg: { ...options.pg, statementTimeoutMs: 0 } }
+  const store = exists ? openStore(restoreOptions) : undefined
   const problem =
     (await targetProblem(store, blobStore)) ??
     consentSecretProblem(consentPlace(config), first.consentSecret)
@@ -785,7 +789,8 @@ async function backupRestore(config: Config, target: string): Promise<number> {
     await store?.close()
     return refuse(problem)
   }
-  const target$ = store ?? openStore(storeOptionsOf(config))
+  if (!store) prepareDataDir(config)
+  const restoreStore = store ?? openStore(restoreOptions)
   const progress = terminalProgress('restored', 'rows and objects')
   const backup = await openBackup(location, config.s3)
   try {
@@ -793,20 +798,20 @@ async function backupRestore(config: Config, target: string): Promise<number> {
       backup.stream,
       keys,
       async () => ({
-        store: target$,
+        store: restoreStore,
         blobStore,
         migrateTo: async (name) => {
-          await migrateTo(target$.db, name)
+          await migrateTo(restoreStore.db, name)
         },
       }),
       { onProgress: (done) => progress.update(done, first.items) },
     )
     progress.end()
-    await migrateToLatest(target$.db)
+    await migrateToLatest(restoreStore.db)
     const wroteSecret = restoreConsentSecret(consentPlace(config), first.consentSecret)
     // Recorded in the restored trail once everything is in (a failed restore leaves it empty).
     await runAudited(
-      new AuditWriter(target$.db, target$.dialect),
+      new AuditWriter(restoreStore.db, restoreStore.dialect),
       { operation: 'cli.backup.restore', route: 'coffer backup restore <backup>' },
       async () => {},
     )
@@ -820,7 +825,7 @@ async function backupRestore(config: Config, target: string): Promise<number> {
   } finally {
     progress.end()
     backup.close()
-    await target$.close()
+    await restoreStore.close()
   }
 }
 

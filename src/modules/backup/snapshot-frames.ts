@@ -41,7 +41,8 @@ const ROWS_FRAME_BYTES = 1024 * 1024
 /** Attempts to find a BLOB's current object when its own was replaced meanwhile. */
 const OBJECT_ATTEMPTS = 3
 
-export const COFFER_VERSION: string = JSON.parse(
+/** This release (package.json), recorded in every backup. */
+export const CODE_VERSION: string = JSON.parse(
   readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
 ).version
 
@@ -98,7 +99,7 @@ async function* generate(
   const meta: BackupMeta = {
     format: FORMAT_VERSION,
     backup_id: input.backupId,
-    coffer_version: COFFER_VERSION,
+    coffer_version: CODE_VERSION,
     database: input.dialect,
     migrations,
     created_at: createdAt,
