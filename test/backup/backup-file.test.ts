@@ -13,10 +13,12 @@ import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BlobNotFoundError, type BlobStore } from '../../src/blob/blob-store.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import type { S3Config } from '../../src/config-storage.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { MasterKeySet } from '../../src/crypto/master-key-set.js'
 import { SEALED_CHUNK_BYTES } from '../../src/crypto/stream-cipher.js'
 import { createBackup } from '../../src/modules/backup/backup-create.js'
+import { openBackup, s3StoreFor } from '../../src/modules/backup/backup-file.js'
 import { HEADER_START_BYTES } from '../../src/modules/backup/backup-format.js'
 import {
   authenticateBackup,
@@ -37,6 +39,7 @@ import {
   verifyCheck,
 } from '../helpers/backup.js'
 import { logicalDump } from '../helpers/db-dump.js'
+import { startS3Server, type TestS3Server } from '../helpers/s3.js'
 import { testDialect } from '../helpers/store.js'
 
 /**
@@ -367,6 +370,81 @@ describe('BLOBs changed while the backup runs', () => {
       expect(rows).toEqual([{ id: replaced, object_key: now.object_key }])
     } finally {
       await target.close()
+    }
+  })
+})
+
+describe('writing a backup to S3', () => {
+  let s3: TestS3Server
+  let s3Config: S3Config
+  beforeAll(async () => {
+    s3 = await startS3Server('coffer-backups')
+    s3Config = {
+      endpoint: s3.endpoint,
+      region: s3.region,
+      bucket: s3.bucket,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+      forcePathStyle: true,
+      prefix: '',
+      connectTimeoutMs: 5000,
+      requestTimeoutMs: 10_000,
+      deadlineMs: 15_000,
+    }
+  })
+  afterAll(async () => {
+    await s3?.close()
+  })
+
+  const toS3 = (key: string, store: BlobStore = blobStore) =>
+    createBackup({
+      snapshotStore,
+      live: t.deps.store.db,
+      blobStore: store,
+      masterKey,
+      location: { kind: 's3', bucket: s3.bucket, key },
+      s3: s3Config,
+    })
+
+  it('writes the object, which verifies; never replaces one', async () => {
+    const result = await toS3('nightly/one.cbk')
+    expect(result.location).toBe(`s3://${s3.bucket}/nightly/one.cbk`)
+    const opened = await openBackup(
+      { kind: 's3', bucket: s3.bucket, key: 'nightly/one.cbk' },
+      s3Config,
+    )
+    try {
+      const report = await verify(opened.stream as AsyncIterable<Buffer>)
+      expect(report.problem).toBeUndefined()
+      expect(report.ok).toBe(true)
+    } finally {
+      opened.close()
+    }
+    await expect(toS3('nightly/one.cbk')).rejects.toThrow(/exists/)
+  })
+
+  it('leaves no object under the key when it fails mid-way', async () => {
+    const failing: BlobStore = {
+      kind: 'fs',
+      put: (k, b) => blobStore.put(k, b),
+      exists: (k) => blobStore.exists(k),
+      delete: (k) => blobStore.delete(k),
+      check: () => blobStore.check(),
+      list: (p) => blobStore.list(p),
+      get: async () =>
+        Readable.from(
+          (async function* () {
+            yield Buffer.alloc(10)
+            throw new Error('store went away')
+          })(),
+        ),
+    }
+    await expect(toS3('nightly/failed.cbk', failing)).rejects.toThrow(/store went away/)
+    const store = s3StoreFor(s3Config, s3.bucket)
+    try {
+      expect(await store.exists('nightly/failed.cbk')).toBe(false)
+    } finally {
+      store.close()
     }
   })
 })
