@@ -12,7 +12,7 @@ import { createDeps } from '../../src/deps.js'
 import type { RestoreTarget } from '../../src/modules/backup/backup-restore.js'
 import type { Scratch } from '../../src/modules/backup/backup-verify.js'
 import { type CheckReport, runCheck } from '../../src/modules/backup/check.js'
-import { scratchFor } from '../../src/modules/backup/scratch.js'
+import { scratchFor, withSearchPath } from '../../src/modules/backup/scratch.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import { migrateTo } from '../../src/store/migrate.js'
 import { type Api, b64 } from './app.js'
@@ -88,15 +88,20 @@ export function checkOf(store: Store, blobStore: BlobStore, keys: MasterKeySet) 
   })
 }
 
-/** Scratch locations for verify in tests (the system temp folder, the test PostgreSQL). */
+/**
+ * Scratch locations for verify in tests (the system temp folder, the test PostgreSQL), given the
+ * URL a node of `admin`'s database has: its schema named in the URL, as the CLI gets it.
+ */
 export function testScratch(
   admin: Store,
 ): (meta: { database: 'sqlite' | 'postgres' }) => Promise<Scratch> {
-  return (meta) =>
-    scratchFor(meta.database, tmpdir(), {
-      admin: admin.db,
-      options: { url: TEST_PG_URL },
-    })
+  return async (meta) => {
+    const url =
+      admin.dialect === 'postgres'
+        ? withSearchPath(TEST_PG_URL, await currentSchema(admin))
+        : TEST_PG_URL
+    return scratchFor(meta.database, tmpdir(), { admin: admin.db, options: { url } })
+  }
 }
 
 export function verifyCheck(keys: MasterKeySet): (s: Scratch) => Promise<CheckReport> {

@@ -28,16 +28,6 @@ export type BackupEvent =
   | { kind: 'secret'; consentSecret: string }
   | { kind: 'manifest'; manifest: BackupManifest }
 
-/** Reads only the plaintext header: which master key a backup needs, without any key. */
-export async function readBackupHeader(source: AsyncIterable<Buffer>): Promise<ParsedHeader> {
-  const reader = new ByteReader(source)
-  try {
-    return await readHeader((n) => reader.read(n))
-  } finally {
-    await reader.close()
-  }
-}
-
 /**
  * Reads a backup as it streams in: header, key, every chunk authenticated in order (a chunk is
  * handed on only once it opened, the last one only once nothing follows it), every frame in

@@ -6,7 +6,7 @@ import { openStore, type StoreOptions } from '../../store/db.js'
 import type { Executor } from '../../store/executor.js'
 import { migrateTo, migrateToLatest } from '../../store/migrate.js'
 import type { Scratch } from './backup-verify.js'
-import { createSchema, dropSchema } from './snapshot.repo.js'
+import { createSchema, currentSchema, dropSchema } from './snapshot.repo.js'
 
 /**
  * Where `coffer backup verify` restores: a fresh folder under `parent` for the BLOB objects and,
@@ -39,14 +39,37 @@ export async function scratchFor(
   await createSchema(postgres.admin, schema)
   const store = openStore({
     ...postgres.options,
+    url: withSearchPath(postgres.options.url, schema),
     pgSchema: schema,
     pg: { ...postgres.options.pg, poolSize: 2, statementTimeoutMs: 0 },
   })
-  return scratch(store, blobStore, async () => {
+  const close = async () => {
     await store.close()
     await dropSchema(postgres.admin, schema)
     await removeDir()
+  }
+  // Never the configured schema: a restore there would meet (or migrate) the live data.
+  const inUse = await currentSchema(store.db).catch(async (error: unknown) => {
+    await close()
+    throw error
   })
+  if (inUse !== schema) {
+    await close()
+    throw new Error(`the scratch store opened schema ${inUse}, not ${schema}`)
+  }
+  return scratch(store, blobStore, close)
+}
+
+/**
+ * The URL with the scratch schema as its search_path: parameters in a URL win over the pool's
+ * own options (node-postgres merges the parsed URL last), so a URL that names a search_path
+ * (`options=-c search_path=…`) would otherwise point the scratch at the live schema.
+ */
+export function withSearchPath(url: string, schema: string): string {
+  const u = new URL(url)
+  const kept = (u.searchParams.get('options') ?? '').replace(/-c\s*search_path=\S+/g, '').trim()
+  u.searchParams.set('options', `${kept} -c search_path=${schema}`.trim())
+  return u.toString()
 }
 
 function scratch(

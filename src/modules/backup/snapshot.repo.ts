@@ -121,7 +121,8 @@ export async function countRows(db: Executor, table: string): Promise<number> {
   return Number(rows.rows[0]?.n ?? 0)
 }
 
-function list(names: readonly string[]): RawBuilder<unknown> {
+/** Quoted column names, comma-separated. */
+function identifiers(names: readonly string[]): RawBuilder<unknown> {
   return sql.join(names.map((n) => sql.ref(n)))
 }
 
@@ -132,9 +133,9 @@ export async function pageRows(
   after: Row | undefined,
   limit: number,
 ): Promise<Row[]> {
-  const key = list(table.primaryKey)
+  const key = identifiers(table.primaryKey)
   const where = after ? sql`where (${key}) > (${sql.join(after)})` : sql``
-  const result = await sql<Record<string, Cell>>`select ${list(table.columns)}
+  const result = await sql<Record<string, Cell>>`select ${identifiers(table.columns)}
     from ${sql.table(table.name)} ${where} order by ${key} limit ${limit}`.execute(db)
   return result.rows.map((row) => table.columns.map((c) => cell(table.name, c, row[c])))
 }
@@ -145,8 +146,8 @@ export async function currentRow(
   table: TableInfo,
   key: Row,
 ): Promise<Row | undefined> {
-  const result = await sql<Record<string, Cell>>`select ${list(table.columns)}
-    from ${sql.table(table.name)} where (${list(table.primaryKey)}) = (${sql.join(key)})`.execute(
+  const result = await sql<Record<string, Cell>>`select ${identifiers(table.columns)}
+    from ${sql.table(table.name)} where (${identifiers(table.primaryKey)}) = (${sql.join(key)})`.execute(
     db,
   )
   const row = result.rows[0]
@@ -174,7 +175,7 @@ export async function insertRows(
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / Math.max(1, columns.length)))
   for (let i = 0; i < rows.length; i += perStatement) {
     const values = rows.slice(i, i + perStatement).map((r) => sql`(${sql.join(r)})`)
-    await sql`insert into ${sql.table(table)} (${list(columns)}) values ${sql.join(values)}`.execute(
+    await sql`insert into ${sql.table(table)} (${identifiers(columns)}) values ${sql.join(values)}`.execute(
       db,
     )
   }
@@ -227,4 +228,10 @@ export async function createSchema(db: Executor, name: string): Promise<void> {
 
 export async function dropSchema(db: Executor, name: string): Promise<void> {
   await sql`drop schema if exists ${sql.id(name)} cascade`.execute(db)
+}
+
+/** PostgreSQL: the schema unqualified names resolve to. */
+export async function currentSchema(db: Executor): Promise<string | undefined> {
+  const rows = await sql<{ s: string | null }>`select current_schema() as s`.execute(db)
+  return rows.rows[0]?.s ?? undefined
 }
