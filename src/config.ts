@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { parseAuditSink, type SinkTarget } from './audit/sink.js'
+import { type BackupScheduleConfig, backupSettings } from './config-backup.js'
 import {
   type BlobSettings,
   blobSettings,
@@ -12,6 +13,7 @@ import { type TlsConfig, tlsSettings } from './config-tls.js'
 import { defaultHashingLimits } from './crypto/passwords.js'
 import { parseOriginList } from './lib/origins.js'
 
+export type { BackupScheduleConfig, ScheduledTarget } from './config-backup.js'
 export { clusterBlobProblems, type S3Config } from './config-storage.js'
 export type { TlsConfig, TlsPairFiles } from './config-tls.js'
 
@@ -107,6 +109,8 @@ export interface Config {
   operations: OperationsConfig
   /** TLS on both listeners, HSTS, client certificates (issue 19): see config-tls.ts. */
   tls: TlsConfig
+  /** Scheduled backups (issue 22): see config-backup.ts. */
+  backup: BackupScheduleConfig
 }
 
 /** CORS (issue 11): which web pages may read the answers of each listener. */
@@ -724,6 +728,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         int: (name, fallback, min, max) => intSetting(env, name, fallback, min, max, problems),
       },
       trust !== false,
+      problems,
+    ),
+    backup: backupSettings(
+      env,
+      { int: (name, fallback, min, max) => intSetting(env, name, fallback, min, max, problems) },
+      { s3Configured: blobs.s3 !== undefined, databaseUrl: dbUrl },
       problems,
     ),
   }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
@@ -41,6 +42,27 @@ import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
 import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
+import { backupSummary, createBackup } from './modules/backup/backup-create.js'
+import {
+  type BackupLocation,
+  describeLocation,
+  openBackup,
+  parseLocation,
+} from './modules/backup/backup-file.js'
+import { heldMasterKeys } from './modules/backup/backup-keys.js'
+import {
+  assertRestorable,
+  authenticateBackup,
+  type ConsentSecretPlace,
+  consentSecretProblem,
+  restoreConsentSecret,
+  restoreInto,
+  targetProblem,
+} from './modules/backup/backup-restore.js'
+import { type BackupScheduler, scheduleBackups } from './modules/backup/backup-schedule.js'
+import { verifyBackup } from './modules/backup/backup-verify.js'
+import { type CheckInput, runCheck } from './modules/backup/check.js'
+import { scratchFor } from './modules/backup/scratch.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
@@ -51,8 +73,8 @@ import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
 import { accountsWithDataKeys } from './store/data-keys.repo.js'
-import { isPostgresUrl, openStore, type Store } from './store/db.js'
-import { migrateToLatest } from './store/migrate.js'
+import { isPostgresUrl, openStore, type Store, type StoreOptions } from './store/db.js'
+import { migrateTo, migrateToLatest } from './store/migrate.js'
 
 const USAGE = `usage: coffer <command>
 
@@ -73,15 +95,21 @@ commands:
                    reordered event (exit code 2 when one is found)
   audit export --format jsonl|csv [--account <id>] [--from <iso>] [--to <iso>] [--out <file>]
                    write audit events to stdout (or a file)
+  backup create <file|s3://bucket/key>
+                   one consistent, encrypted backup while servers keep serving
+  backup verify <file|s3://bucket/key> [--scratch <dir>]
+                   restore into a scratch location and check everything (exit 2 naming the
+                   first problem)
+  backup restore <file|s3://bucket/key>
+                   restore into the configured, empty database and BLOB store
+  check            every data key unwraps, every record and BLOB decrypts, no BLOB object is
+                   missing or orphaned (exit 2 naming the problems)
 ${CONSENT_USAGE}`
 
-/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
-async function open(config: Config, readWorkers = 0): Promise<Store> {
-  // The database, its WAL, keys and credentials files are readable by this user only.
-  process.umask(0o077)
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+/** The configured database's store options; `readWorkers`: SQLite search threads. */
+function storeOptionsOf(config: Config, readWorkers = 0): StoreOptions & { pg: PgOptions } {
   const limits = config.database
-  const storeOptions = {
+  return {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
     sqliteReadWorkers: readWorkers,
@@ -92,6 +120,20 @@ async function open(config: Config, readWorkers = 0): Promise<Store> {
       idleTimeoutMs: limits.pgIdleTimeoutMs,
     },
   }
+}
+
+type PgOptions = NonNullable<StoreOptions['pg']>
+
+/** The database, its WAL, keys and credentials files are readable by this user only. */
+function prepareDataDir(config: Config): void {
+  process.umask(0o077)
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+}
+
+/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
+async function open(config: Config, readWorkers = 0): Promise<Store> {
+  prepareDataDir(config)
+  const storeOptions = storeOptionsOf(config, readWorkers)
   // Migrations (a re-index on a large database) may legitimately outlast the statement timeout
   // that bounds requests: they run on a connection of their own without one.
   if (isPostgresUrl(config.databaseUrl)) {
@@ -336,10 +378,16 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     store,
     log: (obj, msg) => first.log.info(obj, msg),
   })
+  // COFFER_BACKUP_SCHEDULE: each slot taken by one node of the cluster (decisions 238).
+  const backups = scheduledBackups(config, store, deps, (obj, msg) => first.log.info(obj, msg))
+  if (metrics && backups) metrics.watchBackups(() => backups.freshStats())
+  let backupsStopped: Promise<void> | undefined
   closeOnSignals({
     apps: [app, consentApp, metricsApp].filter((a) => a !== undefined),
     health: deps.health,
     closeStore: async () => {
+      // A backup in progress was stopped when the shutdown began (its partial output removed).
+      await backupsStopped
       // A retention pass and a re-index batch in progress finish before the store closes; so do
       // the queued audit events, and a later one is refused at once (http/audit.ts: the answer
       // stays as it was).
@@ -356,6 +404,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     onShutdown: () => {
       keyFiles.stop()
       reloader?.stop()
+      backupsStopped = backups?.stop()
     },
   })
   // Background work starts only once a signal would stop it cleanly: awaited before the
@@ -364,6 +413,59 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     // Schema re-indexes a stopped server left unfinished go on from their last batch.
     const resumed = await deps.schemas.resumeReindexes()
     if (resumed > 0) app.log.info({ schemas: resumed }, 'resuming schema re-indexes')
+  }
+}
+
+/** The backup schedule of `coffer serve`, when COFFER_BACKUP_SCHEDULE is set. */
+function scheduledBackups(
+  config: Config,
+  store: Store,
+  deps: Deps,
+  log: (obj: object, msg: string) => void,
+): BackupScheduler | undefined {
+  const { schedule, target, keep } = config.backup
+  if (!schedule || !target) return undefined
+  return scheduleBackups({
+    cron: schedule,
+    target,
+    keep,
+    s3: config.s3,
+    db: store.db,
+    run: (location, signal) => scheduledBackup(config, store, deps, location, signal),
+    draining: () => deps.health.draining,
+    log,
+    meter: deps.meter,
+  })
+}
+
+/** One scheduled backup: the snapshot on a connection of its own, the node's services. */
+async function scheduledBackup(
+  config: Config,
+  store: Store,
+  deps: Deps,
+  location: BackupLocation,
+  signal: AbortSignal,
+) {
+  if (location.kind === 'file') mkdirSync(dirname(location.path), { recursive: true, mode: 0o700 })
+  const options = storeOptionsOf(config)
+  const snapshotStore = openStore({
+    ...options,
+    pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
+  })
+  try {
+    const consentSecret = consentSecretFile(config)
+    return await createBackup({
+      snapshotStore,
+      live: store.db,
+      blobStore: deps.blobs,
+      masterKey: deps.keyring.master,
+      ...(consentSecret !== undefined ? { consentSecret } : {}),
+      location,
+      s3: config.s3,
+      signal,
+    })
+  } finally {
+    await snapshotStore.close()
   }
 }
 
@@ -521,6 +623,231 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
   return { done, accounts: results }
 }
 
+/** What `coffer check` reads, from a node's (or a scratch store's) services. */
+function checkInputOf(deps: Deps, onProgress?: CheckInput['onProgress']): CheckInput {
+  return {
+    db: deps.store.db,
+    keyring: deps.keyring,
+    columns: [deps.documents.sealedColumn(), deps.users.sealedColumn()],
+    blobs: deps.blobService.sealedColumn(),
+    blobStore: deps.blobs,
+    blobObjectKey: (account, vault, blob) => deps.blobService.objectKeyOf(account, vault, blob),
+    ...(onProgress ? { onProgress } : {}),
+  }
+}
+
+/** The consent secret's place on this node (modules/consent/consent-secret.ts reads the same). */
+function consentPlace(config: Config): ConsentSecretPlace {
+  return { fromEnvironment: config.consentJwtSecret, file: config.consentJwtSecretFile }
+}
+
+/** The generated consent secret file's content (a backup carries it), when there is one. */
+function consentSecretFile(config: Config): string | undefined {
+  if (config.consentJwtSecret || !existsSync(config.consentJwtSecretFile)) return undefined
+  return readFileSync(config.consentJwtSecretFile, 'utf8').trim()
+}
+
+/** `coffer backup create <target>`: the snapshot runs on a store of its own (backup-create.ts). */
+async function backupCreate(config: Config, target: string): Promise<number> {
+  const location = parseLocation(target)
+  const { store, deps } = await start(config, (obj, msg) =>
+    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`),
+  )
+  const options = storeOptionsOf(config)
+  const snapshotStore = openStore({
+    ...options,
+    pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
+  })
+  const progress = terminalProgress('backed up', 'rows and objects')
+  try {
+    const consentSecret = consentSecretFile(config)
+    const result = await audited(
+      deps,
+      { operation: 'cli.backup.create', route: 'coffer backup create <target>' },
+      () =>
+        createBackup({
+          snapshotStore,
+          live: store.db,
+          blobStore: deps.blobs,
+          masterKey: deps.keyring.master,
+          ...(consentSecret !== undefined ? { consentSecret } : {}),
+          location,
+          s3: config.s3,
+          onProgress: (done, total) => progress.update(done, total),
+        }),
+    )
+    progress.end()
+    const summary = {
+      backup: result.location,
+      bytes: result.bytes,
+      ...backupSummary(result.manifest),
+    }
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
+    return 0
+  } finally {
+    progress.end()
+    await snapshotStore.close()
+    await store.close()
+  }
+}
+
+/** `backup verify <target> [--scratch <dir>]`. */
+function verifyArgs(args: string[]): { target: string; scratch: string } | undefined {
+  const [target, flag, dir, ...rest] = args
+  if (!target || rest.length > 0) return undefined
+  if (flag === undefined) return { target, scratch: tmpdir() }
+  return flag === '--scratch' && dir ? { target, scratch: dir } : undefined
+}
+
+/** `coffer backup verify`: exit 0 only when the backup restores and everything in it opens. */
+async function backupVerify(config: Config, target: string, scratchDir: string): Promise<number> {
+  const location = parseLocation(target)
+  const keys = heldMasterKeys(config)
+  const admin = isPostgresUrl(config.databaseUrl) ? openStore(storeOptionsOf(config)) : undefined
+  const backup = await openBackup(location, config.s3)
+  const progress = terminalProgress('restored', 'rows and objects (scratch)')
+  try {
+    const report = await verifyBackup(
+      backup.stream,
+      keys,
+      (meta) =>
+        scratchFor(
+          meta.database,
+          scratchDir,
+          admin ? { admin: admin.db, options: storeOptionsOf(config) } : undefined,
+        ),
+      (scratch) => {
+        const deps = createDeps(scratch.store, {
+          masterKey: keys,
+          blobStore: scratch.blobStore,
+          audit: false,
+        })
+        return runCheck(checkInputOf(deps))
+      },
+      (done) => progress.update(done, done),
+    )
+    progress.end()
+    const { manifest, check, ...rest } = report
+    const out = {
+      backup: describeLocation(location),
+      ...rest,
+      ...(manifest ? backupSummary(manifest) : {}),
+      ...(check ? { check } : {}),
+    }
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`)
+    if (!report.ok) process.stderr.write(`backup verify: ${report.problem}\n`)
+    return report.ok ? 0 : 2
+  } finally {
+    progress.end()
+    backup.close()
+    await admin?.close()
+  }
+}
+
+/**
+ * `coffer backup restore`: the whole backup is read and checked first; then the target must be
+ * empty (database and BLOB store) and the consent secret compatible; only then is anything
+ * written. Exit 2 when refused (nothing changed).
+ */
+async function backupRestore(config: Config, target: string): Promise<number> {
+  const location = parseLocation(target)
+  const keys = heldMasterKeys(config)
+  const dialect = isPostgresUrl(config.databaseUrl) ? 'postgres' : 'sqlite'
+  if (config.databaseUrl === ':memory:') throw new Error('restore needs a database file')
+  // What the restore writes (database, objects, the consent secret) is this user's only.
+  process.umask(0o077)
+  const refuse = (problem: string) => {
+    process.stderr.write(`backup restore refused: ${problem}; nothing was changed\n`)
+    return 2
+  }
+  const checking = terminalProgress('checked', 'object bytes')
+  let first: Awaited<ReturnType<typeof authenticateBackup>>
+  const pass = await openBackup(location, config.s3)
+  try {
+    first = await authenticateBackup(pass.stream, keys, (bytes) => checking.update(bytes, bytes))
+  } catch (error) {
+    return refuse(error instanceof Error ? error.message : String(error))
+  } finally {
+    checking.end()
+    pass.close()
+  }
+  try {
+    assertRestorable(first.manifest, dialect)
+  } catch (error) {
+    return refuse(error instanceof Error ? error.message : String(error))
+  }
+  const blobStore = blobStoreFor(config)
+  const exists = dialect === 'postgres' || existsSync(config.databaseUrl)
+  // Migrations over restored rows of an older release may outlast the statement timeout.
+  const options = storeOptionsOf(config)
+  const restoreOptions = { ...options, pg: { ...options.pg, statementTimeoutMs: 0 } }
+  const store = exists ? openStore(restoreOptions) : undefined
+  const problem =
+    (await targetProblem(store, blobStore)) ??
+    consentSecretProblem(consentPlace(config), first.consentSecret)
+  if (problem) {
+    await store?.close()
+    return refuse(problem)
+  }
+  if (!store) prepareDataDir(config)
+  const restoreStore = store ?? openStore(restoreOptions)
+  const progress = terminalProgress('restored', 'rows and objects')
+  const backup = await openBackup(location, config.s3)
+  try {
+    const { manifest } = await restoreInto(
+      backup.stream,
+      keys,
+      async () => ({
+        store: restoreStore,
+        blobStore,
+        migrateTo: async (name) => {
+          await migrateTo(restoreStore.db, name)
+        },
+      }),
+      { onProgress: (done) => progress.update(done, first.items) },
+    )
+    progress.end()
+    await migrateToLatest(restoreStore.db)
+    const wroteSecret = restoreConsentSecret(consentPlace(config), first.consentSecret)
+    // Recorded in the restored trail once everything is in (a failed restore leaves it empty).
+    await runAudited(
+      new AuditWriter(restoreStore.db, restoreStore.dialect),
+      { operation: 'cli.backup.restore', route: 'coffer backup restore <backup>' },
+      async () => {},
+    )
+    const summary = {
+      restored: describeLocation(location),
+      ...backupSummary(manifest),
+      ...(wroteSecret ? { consent_secret_file: config.consentJwtSecretFile } : {}),
+    }
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
+    return 0
+  } finally {
+    progress.end()
+    backup.close()
+    await restoreStore.close()
+  }
+}
+
+/** `coffer check` on the configured database and BLOB store. */
+async function checkCommand(config: Config): Promise<number> {
+  const { store, deps } = await start(config, (obj, msg) =>
+    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`),
+  )
+  const progress = terminalProgress('checked', 'items')
+  try {
+    const report = await runCheck(
+      checkInputOf(deps, (done, note) => progress.update(done, done, note)),
+    )
+    progress.end()
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+    return report.ok ? 0 : 2
+  } finally {
+    progress.end()
+    await store.close()
+  }
+}
+
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
 function serveMode(args: string[], configured: ServeMode): ServeMode {
   if (args.length === 0) return configured
@@ -662,6 +989,29 @@ async function main(argv: string[]): Promise<number> {
       await store.close()
     }
     return 0
+  }
+  if (command === 'backup' && (sub === 'create' || sub === 'restore')) {
+    const [target, ...rest] = argv.slice(2)
+    if (!target || rest.length > 0) {
+      process.stderr.write(`usage: coffer backup ${sub} <file|s3://bucket/key>\n`)
+      return 1
+    }
+    return sub === 'create' ? backupCreate(config, target) : backupRestore(config, target)
+  }
+  if (command === 'backup' && sub === 'verify') {
+    const args = verifyArgs(argv.slice(2))
+    if (!args) {
+      process.stderr.write('usage: coffer backup verify <file|s3://bucket/key> [--scratch <dir>]\n')
+      return 1
+    }
+    return backupVerify(config, args.target, args.scratch)
+  }
+  if (command === 'check') {
+    if (argv.length > 1) {
+      process.stderr.write('usage: coffer check\n')
+      return 1
+    }
+    return checkCommand(config)
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)
   return 1

@@ -203,6 +203,31 @@ export function runBlobStoreContract(
       expect(await store().exists(second)).toBe(true)
     })
 
+    it('list names every object under a prefix with its size, and only those', async () => {
+      const account = randomUUID()
+      const vault = randomUUID()
+      const keys = [0, 1, 2].map(() => blobKey(account, vault, randomUUID(), randomUUID()))
+      for (const [i, key] of keys.entries()) await store().put(key, generatedStream(100 + i, i))
+      const elsewhere = freshKey()
+      await store().put(elsewhere, generatedStream(5, 9))
+      const listed = async (prefix: string) => {
+        const found: { key: string; size: number }[] = []
+        for await (const object of store().list(prefix)) found.push(object)
+        return found.sort((a, b) => (a.key < b.key ? -1 : 1))
+      }
+      const expected = keys
+        .map((key, i) => ({ key, size: 100 + i }))
+        .sort((a, b) => (a.key < b.key ? -1 : 1))
+      expect(await listed(`a/${account}/`)).toEqual(expected)
+      expect(await listed(`a/${account}/v/${vault}/b/`)).toEqual(expected)
+      await store().delete(keys[1] as string)
+      expect((await listed(`a/${account}/`)).map((o) => o.key)).not.toContain(keys[1])
+      expect(await listed(`a/${randomUUID()}/`)).toEqual([])
+      expect((await listed('a/')).map((o) => o.key)).toEqual(
+        expect.arrayContaining([elsewhere, keys[0]]),
+      )
+    })
+
     it('a get stream abandoned half-way does not disturb the store', async () => {
       const key = freshKey()
       await store().put(key, generatedStream(2 * MiB, 31))

@@ -124,6 +124,25 @@ describe('FsBlobStore', () => {
     expect(await filesUnder(root)).not.toContainEqual(expect.stringMatching(/\.tmp$/))
   })
 
+  it('list skips an upload still being written, then names the object once it is', async () => {
+    const key = freshKey()
+    const prefix = key.slice(0, key.lastIndexOf('/') + 1)
+    const source = new PassThrough()
+    const putting = store.put(key, source)
+    source.write(Buffer.alloc(1000, 1))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const listed = async () => {
+      const found: string[] = []
+      for await (const o of store.list(prefix)) found.push(o.key)
+      return found
+    }
+    expect(await filesUnder(path.dirname(store.pathFor(key)))).toHaveLength(1)
+    expect(await listed()).toEqual([])
+    source.end()
+    await putting
+    expect(await listed()).toEqual([key])
+  })
+
   it('reads from the open file even if the object is deleted after get', async () => {
     const key = freshKey()
     await store.put(key, generatedStream(MiB, 5))

@@ -26,6 +26,20 @@ export interface BlobStore {
    * Cheap: one metadata call, no object is read or written.
    */
   check(): Promise<void>
+  /**
+   * Every object whose key starts with `prefix` (`''`, or a key prefix such as `a/`), paged so
+   * memory stays bounded however many there are; in no promised order. Temporary files of
+   * uploads in progress are not objects. For `coffer check` (orphaned objects) and the retention
+   * of scheduled backups on S3.
+   */
+  list(prefix: string): AsyncIterable<StoredObject>
+}
+
+/** One object, as `BlobStore.list` names it. */
+export interface StoredObject {
+  key: string
+  /** Bytes stored (encrypted size for BLOB content). */
+  size: number
 }
 
 export class BlobNotFoundError extends Error {

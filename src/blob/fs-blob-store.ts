@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
-import { access, constants, mkdir, open, rename, rm, stat, unlink } from 'node:fs/promises'
+import { createWriteStream, type Dirent } from 'node:fs'
+import { access, constants, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { BlobNotFoundError, type BlobStore } from './blob-store.js'
+import { BlobNotFoundError, type BlobStore, type StoredObject } from './blob-store.js'
 
 /** A key that is not a plain relative path made of `/`-separated names. */
 export class InvalidBlobKeyError extends Error {
@@ -27,6 +27,9 @@ export function assertValidBlobKey(key: string): void {
     if (segment === '' || segment === '.' || segment === '..') throw new InvalidBlobKeyError(key)
   }
 }
+
+/** What `put` names its temporary file: `<object>.<16 hex digits>.tmp`. */
+const TEMP_FILE = /\.[0-9a-f]{16}\.tmp$/
 
 const DIR_MODE = 0o700
 const FILE_MODE = 0o600
@@ -134,6 +137,48 @@ export class FsBlobStore implements BlobStore {
       await unlink(file)
     } catch (err) {
       if (!isMissing(err)) throw err
+    }
+  }
+
+  /**
+   * Walks the folders under the prefix depth first; each folder's entries are read at once (a
+   * BLOB's folder holds a few objects, the top level one entry per account). Files an upload is
+   * still writing (or a crash left) are skipped: they are not objects.
+   */
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    const slash = prefix.lastIndexOf('/')
+    const folder = prefix.slice(0, slash + 1)
+    if (folder !== '') assertValidBlobKey(folder.slice(0, -1))
+    yield* this.#walk(folder, prefix.slice(slash + 1))
+  }
+
+  async *#walk(folder: string, namePrefix: string): AsyncGenerator<StoredObject> {
+    let entries: Dirent[]
+    try {
+      entries = await readdir(path.join(this.root, folder), { withFileTypes: true })
+    } catch (err) {
+      if (isMissing(err)) return
+      throw err
+    }
+    const kept = entries
+      .filter((e) => e.name.startsWith(namePrefix))
+      .filter((e) => e.isDirectory() || (e.isFile() && !TEMP_FILE.test(e.name)))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    for (const entry of kept) {
+      const key = `${folder}${entry.name}`
+      if (entry.isDirectory()) {
+        yield* this.#walk(`${key}/`, '')
+        continue
+      }
+      // Deleted since the folder was read: not an object any more.
+      const size = await stat(path.join(this.root, key)).then(
+        (s) => s.size,
+        (err: unknown) => {
+          if (isMissing(err)) return undefined
+          throw err
+        },
+      )
+      if (size !== undefined) yield { key, size }
     }
   }
 

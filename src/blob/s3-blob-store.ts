@@ -9,12 +9,19 @@ import {
   type GetObjectCommandOutput,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
   type UploadPartCommandOutput,
 } from '@aws-sdk/client-s3'
-import { BlobNotFoundError, type BlobStore, BlobStoreUnavailableError } from './blob-store.js'
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  BlobStoreUnavailableError,
+  type StoredObject,
+} from './blob-store.js'
 import { assertValidBlobKey } from './fs-blob-store.js'
 
 export interface S3BlobStoreOptions {
@@ -295,6 +302,29 @@ export class S3BlobStore implements BlobStore {
       if (isNotFound(err)) return false
       throw err
     }
+  }
+
+  /**
+   * ListObjectsV2 page by page (at most 1,000 keys each), each page one call within the
+   * deadline. Keys outside the configured prefix are never listed.
+   */
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    if (prefix !== '') assertValidBlobKey(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix)
+    let token: string | undefined
+    do {
+      const page: ListObjectsV2CommandOutput = await this.#send(
+        new ListObjectsV2Command({
+          Bucket: this.#bucket,
+          Prefix: `${this.#prefix}${prefix}`,
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+      )
+      for (const object of page.Contents ?? []) {
+        if (object.Key === undefined) continue
+        yield { key: object.Key.slice(this.#prefix.length), size: object.Size ?? 0 }
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined
+    } while (token)
   }
 
   /**

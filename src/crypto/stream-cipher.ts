@@ -10,7 +10,8 @@ import { IntegrityError, KEY_BYTES, TAG_BYTES } from './aead.js'
  * cannot be reordered, dropped or cut off at the end without failing authentication.
  */
 export const CHUNK_BYTES = 64 * 1024
-const SEALED_CHUNK = CHUNK_BYTES + TAG_BYTES
+/** A sealed chunk's size (every chunk but the last is exactly this long). */
+export const SEALED_CHUNK_BYTES = CHUNK_BYTES + TAG_BYTES
 
 function nonce(index: number, last: boolean): Buffer {
   const n = Buffer.alloc(12)
@@ -19,13 +20,18 @@ function nonce(index: number, last: boolean): Buffer {
   return n
 }
 
-function sealChunk(key: Buffer, index: number, last: boolean, plain: Buffer): Buffer {
+/** Seals chunk `index` of a stream (`last`: the final one); exported with `openChunk`. */
+export function sealChunk(key: Buffer, index: number, last: boolean, plain: Buffer): Buffer {
   const cipher = createCipheriv('aes-256-gcm', key, nonce(index, last))
   const body = Buffer.concat([cipher.update(plain), cipher.final()])
   return Buffer.concat([body, cipher.getAuthTag()])
 }
 
-function openChunk(key: Buffer, index: number, last: boolean, sealed: Buffer): Buffer {
+/**
+ * Opens chunk `index` of a stream (`last`: no chunk follows), or throws IntegrityError. Exported
+ * for readers that cut the chunks themselves (backups name the chunk that fails).
+ */
+export function openChunk(key: Buffer, index: number, last: boolean, sealed: Buffer): Buffer {
   if (sealed.length < TAG_BYTES) throw new IntegrityError('stored content is truncated')
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, nonce(index, last))
@@ -96,7 +102,7 @@ export function encryptStream(key: Buffer): Transform {
 /** Emits only authenticated plaintext; errors with IntegrityError on any tampering. */
 export function decryptStream(key: Buffer): Transform {
   assertKey(key)
-  return new Chunker(SEALED_CHUNK, (i, last, piece) => openChunk(key, i, last, piece))
+  return new Chunker(SEALED_CHUNK_BYTES, (i, last, piece) => openChunk(key, i, last, piece))
 }
 
 /** Stored size of `plainSize` bytes of content. */

@@ -25,6 +25,8 @@ export interface MeterCounters {
   operations_consumed: { category: Category }
   /** Audit events stored (`ok`) or that could not be (`failed`), by how: with a write or batched. */
   audit_appends: { outcome: 'ok' | 'failed'; path: 'write' | 'batch' }
+  /** Scheduled backups this node wrote (`ok`) or that failed on it (`failed`). */
+  backup_runs: { outcome: 'ok' | 'failed' }
 }
 
 export interface MeterHistograms {

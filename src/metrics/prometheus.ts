@@ -11,6 +11,13 @@ export interface PoolStats {
 
 export type Listener = 'api' | 'consent'
 
+/** The backup schedule's outcome as /metrics shows it (modules/backup/backup-schedule.ts). */
+export interface BackupStatsView {
+  lastSuccessAt: number | undefined
+  lastSizeBytes: number | undefined
+  failures: number
+}
+
 /** Latency buckets in seconds, from a cached read to a long upload or search. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
@@ -30,6 +37,7 @@ const COUNTER_LABELS: { [N in keyof MeterCounters]: MeterCounters[N][] } = {
     { outcome: 'failed', path: 'write' },
     { outcome: 'failed', path: 'batch' },
   ],
+  backup_runs: [{ outcome: 'ok' }, { outcome: 'failed' }],
 }
 
 const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
@@ -44,6 +52,7 @@ const COUNTER_HELP: { [N in keyof MeterCounters]: string } = {
     'Billing operations consumed (the spec table), by category, all accounts together',
   audit_appends:
     'Audit events stored or failed to store (with a write, or in a group-commit batch)',
+  backup_runs: 'Scheduled backups this node wrote (ok) or that failed on it (failed)',
 }
 
 /**
@@ -133,6 +142,40 @@ export class Metrics {
       registers,
       collect() {
         this.set(poolStats().waiting)
+      },
+    })
+  }
+
+  /**
+   * The backup schedule's last outcome, read at each scrape (decisions 238): the same on every
+   * node, whichever node wrote the backup. A gauge stays absent until there is a value.
+   */
+  watchBackups(stats: () => Promise<BackupStatsView>): void {
+    const registers = [this.registry]
+    new Gauge({
+      name: 'coffer_backup_last_success_timestamp_seconds',
+      help: 'When the last scheduled backup was written (Unix seconds; any node)',
+      registers,
+      async collect() {
+        const at = (await stats()).lastSuccessAt
+        if (at !== undefined) this.set(at)
+      },
+    })
+    new Gauge({
+      name: 'coffer_backup_last_size_bytes',
+      help: 'Size of the last scheduled backup written, in bytes (any node)',
+      registers,
+      async collect() {
+        const size = (await stats()).lastSizeBytes
+        if (size !== undefined) this.set(size)
+      },
+    })
+    new Gauge({
+      name: 'coffer_backup_failures',
+      help: 'Scheduled backups that failed, on any node, since the schedule began',
+      registers,
+      async collect() {
+        this.set((await stats()).failures)
       },
     })
   }

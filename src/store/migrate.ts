@@ -51,11 +51,14 @@ function droppedMidListing(error: unknown): boolean {
  * the file's write lock before reading the migration state, the others wait for it (busy_timeout)
  * and then find the work done, and a crash mid-way leaves the schema as it was.
  */
-async function migrateSqlite(db: Kysely<Database>): Promise<MigrationResultSet> {
+async function migrateSqlite(
+  db: Kysely<Database>,
+  run: (m: Migrator) => Promise<MigrationResultSet>,
+): Promise<MigrationResultSet> {
   return db.connection().execute(async (conn) => {
     await sql`begin immediate`.execute(conn)
     try {
-      const result = await (await migrator(conn)).migrateToLatest()
+      const result = await run(await migrator(conn))
       await sql`${sql.raw(result.error ? 'rollback' : 'commit')}`.execute(conn)
       return result
     } catch (error) {
@@ -75,11 +78,26 @@ function busyOnSqlite(error: unknown): boolean {
 const SQLITE_BUSY_ATTEMPTS = 12
 
 /** Brings the schema up to date; safe to call on every start, by several processes at once. */
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+export function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  return migrateWith(db, (m) => m.migrateToLatest())
+}
+
+/**
+ * Brings the schema to exactly `name` (a backup's schema version: its rows go in at the version
+ * they were read at, and later migrations then run over them as over any older database).
+ */
+export function migrateTo(db: Kysely<Database>, name: string): Promise<string[]> {
+  return migrateWith(db, (m) => m.migrateTo(name))
+}
+
+async function migrateWith(
+  db: Kysely<Database>,
+  run: (m: Migrator) => Promise<MigrationResultSet>,
+): Promise<string[]> {
   const sqlite = db.getExecutor().adapter instanceof SqliteAdapter
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = sqlite ? await migrateSqlite(db) : await (await migrator(db)).migrateToLatest()
+      const result = sqlite ? await migrateSqlite(db, run) : await run(await migrator(db))
       check(result)
       return (result.results ?? []).map((r) => r.migrationName)
     } catch (error) {

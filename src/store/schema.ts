@@ -354,7 +354,26 @@ export interface AuditChainHeadsTable {
   anchor_hash: string
 }
 
+/** Which node takes each slot of the backup schedule, and how the last run went (0022). */
+export interface BackupScheduleTable {
+  id: string
+  /** The last slot a node claimed (ISO-8601; '' before the first). */
+  slot: string
+  /** The node working on it; null once done. */
+  holder: string | null
+  /** A holder past this time is presumed gone: another node may claim the next slot. */
+  lease_until: string | null
+  last_success_at: string | null
+  /** Bytes of the last good backup (int8 on PostgreSQL: read through Number()). */
+  last_size: number | string | null
+  last_target: string | null
+  last_failure_at: string | null
+  last_error: string | null
+  failures: Generated<number>
+}
+
 export interface Database {
+  backup_schedule: BackupScheduleTable
   schema_reindex: SchemaReindexTable
   audit_events: AuditEventsTable
   audit_chain_heads: AuditChainHeadsTable

@@ -38,6 +38,9 @@ export class CountingStore implements BlobStore {
   check() {
     return this.inner.check()
   }
+  list(prefix: string) {
+    return this.inner.list(prefix)
+  }
 }
 
 export interface BlobStoreHarness {

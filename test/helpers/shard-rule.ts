@@ -29,6 +29,10 @@ export const PLACEMENTS: Record<string, Placement> = {
     column: 'id',
     reason: 'the tenants themselves: their id is every other table’s account_id',
   },
+  backup_schedule: {
+    kind: 'reference',
+    reason: 'one row per backup schedule: which node takes each slot (decisions 238)',
+  },
   bootstrap: {
     kind: 'reference',
     reason: 'one row ever ("this database has its first account"), written once at first start',

@@ -97,6 +97,14 @@ export class BlobsService {
     return (await repo.findById(this.db, accountId, vaultId, id))?.owner_id
   }
 
+  /**
+   * The object a BLOB's row names now (undefined: no such BLOB): `coffer check` tells an
+   * orphaned object from one whose row exists.
+   */
+  async objectKeyOf(accountId: string, vaultId: string, id: string): Promise<string | undefined> {
+    return (await repo.findById(this.db, accountId, vaultId, id))?.object_key
+  }
+
   /** The BLOB, if the caller may at least see it (else 404 as if missing). */
   async find(actor: Actor, vaultId: string, id: string): Promise<BlobRow> {
     await this.requireVault(actor, vaultId)
