@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { decodeStoredBase64, IntegrityError, KEY_BYTES, open, seal } from './aead.js'
+import { DATA_KEY_CACHE_SIZE, DataKeyCache } from './data-key-cache.js'
 import { MasterKey } from './master-key.js'
 import { MasterKeySet } from './master-key-set.js'
 
@@ -49,7 +50,7 @@ export const CURRENT_KEY_TTL_MS = 5000
  * associated data, so a ciphertext copied into another row or account fails to decrypt.
  */
 export class Keyring {
-  readonly #keys = new Map<string, Buffer>()
+  readonly #keys: DataKeyCache
   readonly #current = new Map<string, Promise<{ id: string; key: Buffer }>>()
   /** When each account's current key was last read from the store (ms since the epoch). */
   readonly #currentReadAt = new Map<string, number>()
@@ -61,8 +62,10 @@ export class Keyring {
     master: MasterKey | MasterKeySet,
     private readonly store: DataKeyStore,
     private readonly clock: Clock,
+    dataKeyCacheSize = DATA_KEY_CACHE_SIZE,
   ) {
     this.masterKeys = master instanceof MasterKey ? new MasterKeySet(master) : master
+    this.#keys = new DataKeyCache(() => this.clock.now().getTime(), dataKeyCacheSize)
   }
 
   /** The current master key (it wraps every new data key). */
@@ -111,10 +114,16 @@ export class Keyring {
    * re-encryption or re-indexing preloads first.
    */
   async preload(accountId: string): Promise<void> {
+    this.#keys.hold(accountId)
     await this.#currentKey(accountId)
     for (const record of await this.store.listForAccount(accountId)) {
-      if (!this.#keys.has(`${record.account_id}\n${record.id}`)) this.#unwrap(record)
+      if (!this.#keys.has(record.account_id, record.id)) this.#unwrap(record)
     }
+  }
+
+  /** Unwrapped data keys held in memory now (tests). */
+  get cachedDataKeys(): number {
+    return this.#keys.entries
   }
 
   /**
@@ -141,7 +150,7 @@ export class Keyring {
       master_key_fingerprint: this.master.id,
       created_at: this.clock.now().toISOString(),
     }
-    this.#keys.set(`${accountId}\n${id}`, key)
+    this.#keys.set(accountId, id, key)
     return { record, key }
   }
 
@@ -206,7 +215,7 @@ export class Keyring {
       if (!record || record.id === known.id) return known
       return {
         id: record.id,
-        key: this.#keys.get(`${accountId}\n${record.id}`) ?? this.#unwrap(record),
+        key: this.#keys.get(accountId, record.id) ?? this.#unwrap(record),
       }
     } catch {
       return cached
@@ -222,7 +231,7 @@ export class Keyring {
   }
 
   async #keyById(accountId: string, id: string): Promise<Buffer> {
-    const cached = this.#keys.get(`${accountId}\n${id}`)
+    const cached = this.#keys.get(accountId, id)
     if (cached) return cached
     const record = await this.store.findById(accountId, id)
     if (!record) throw new IntegrityError('stored data names an unknown data key')
@@ -231,7 +240,7 @@ export class Keyring {
 
   #unwrap(record: DataKeyRecord): Buffer {
     const { key } = this.masterKeys.unwrap(record)
-    this.#keys.set(`${record.account_id}\n${record.id}`, key)
+    this.#keys.set(record.account_id, record.id, key)
     return key
   }
 }

@@ -7,6 +7,7 @@ import {
   type GrantsBuilder,
   type Principal,
   type ScopedTokenResolver,
+  type UserPrincipal,
 } from '../access/principal.js'
 import { AppError, ErrorType, errors } from '../lib/errors.js'
 import { acceptedKinds, assertOperation, vendingKinds } from './access.js'
@@ -33,6 +34,14 @@ export interface AuthDeps {
   authz: GrantsBuilder
 }
 
+/**
+ * Principals already built, by the resolved credential they came from: the credentials cache
+ * hands out the same frozen value until a right changes (then a new one), so a repeat caller's
+ * principal (and, in AuthzService, its grants) is built once per cache entry, not per request.
+ */
+const withPoliciesBuilt = new WeakMap<object, UserPrincipal>()
+const withoutPoliciesBuilt = new WeakMap<object, UserPrincipal>()
+
 async function authenticate(
   deps: AuthDeps,
   header: string | undefined,
@@ -42,32 +51,47 @@ async function authenticate(
   if (!basic || basic.user.length > BASIC_PART_MAX || basic.password.length > BASIC_PART_MAX)
     return null
   if (basic.password !== '') return deps.sats.resolve(basic.user, basic.password)
-  let credential: ActiveCredential | undefined
-  let groupPolicies: string[] | undefined
   if (withPolicies) {
     const found = await deps.credentials.resolveWithPolicies(basic.user)
-    credential = found?.credential
-    groupPolicies = found?.policies
-  } else {
-    credential = await deps.credentials.resolve(basic.user)
+    if (!found) return null
+    let principal = withPoliciesBuilt.get(found)
+    if (!principal) {
+      principal = userPrincipal(found.credential, found.policies)
+      withPoliciesBuilt.set(found, principal)
+    }
+    return principal
   }
+  const credential = await deps.credentials.resolve(basic.user)
   if (!credential) return null
-  return {
+  let principal = withoutPoliciesBuilt.get(credential)
+  if (!principal) {
+    principal = userPrincipal(credential, undefined)
+    withoutPoliciesBuilt.set(credential, principal)
+  }
+  return principal
+}
+
+/** Frozen: one principal may serve many requests. */
+function userPrincipal(
+  credential: ActiveCredential,
+  groupPolicies: string[] | undefined,
+): UserPrincipal {
+  return Object.freeze({
     kind: 'user',
     via: credential.kind,
     accountId: credential.account_id,
     userId: credential.user_id,
     credentialDigest: credential.digest,
-    user: {
+    user: Object.freeze({
       id: credential.user_id,
       account_id: credential.account_id,
       username: credential.username,
       status: credential.status,
       attributes: credential.attributes,
       mfa_enrolled: credential.mfa_enrolled,
-    },
+    }),
     ...(groupPolicies ? { groupPolicies } : {}),
-  }
+  })
 }
 
 function kindNotAllowed(allowed: CredentialKind[]): AppError {

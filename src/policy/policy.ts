@@ -48,16 +48,17 @@ interface CompiledStatement {
 /** A policy ready for evaluation: the union of every statement of every group it came from. */
 export class CompiledPolicy {
   readonly #statements: CompiledStatement[]
-
-  get isEmpty(): boolean {
-    return this.#statements.every((s) => s.matchers.length === 0 || !/[CRUD]/.test(s.activities))
-  }
+  /** Grants nothing at all (asked on every request: computed once). */
+  readonly isEmpty: boolean
 
   constructor(statements: readonly PolicyStatement[]) {
     this.#statements = statements.map((s) => ({
       activities: s.Activities,
       matchers: s.Resources.map(tokenize),
     }))
+    this.isEmpty = this.#statements.every(
+      (s) => s.matchers.length === 0 || !/[CRUD]/.test(s.activities),
+    )
   }
 
   /** Default deny: allowed only when a statement with the letter has a matching matcher. */

@@ -8,6 +8,7 @@ import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
 import { PgRightsListener } from './pg-rights-listener.js'
+import { enableDirectReads } from './precompiled.js'
 import { ReadPool } from './read-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import { rightsDialect } from './rights-driver.js'
@@ -148,6 +149,14 @@ function openSqlite(
   })
   const db = new Kysely<Database>({
     dialect: rightsDialect(auditingDialect(sqliteDialect(database, cached), 'sqlite'), rights),
+  })
+  // Hot lookups (precompiled SELECTs) run here at once, unless a transaction is open: it holds
+  // the one connection (its uncommitted rows must not be seen), so they queue behind it in
+  // Kysely as before. Nothing else runs between the check and the read (both synchronous).
+  enableDirectReads(db, (sql, parameters) => {
+    if (database.inTransaction) return undefined
+    currentDeadline()?.check()
+    return cached.prepare(sql).all(parameters as unknown[]) as unknown[]
   })
   // Started once the file is in WAL mode: each worker opens it read-only.
   const readPool =

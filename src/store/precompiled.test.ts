@@ -3,7 +3,7 @@ import { openTestStore } from '../../test/helpers/store.js'
 import { openStore, type Store } from './db.js'
 import type { Executor } from './executor.js'
 import { migrateToLatest } from './migrate.js'
-import { precompiled } from './precompiled.js'
+import { precompiled, precompiledList } from './precompiled.js'
 import type { UsersTable } from './schema.js'
 
 const A1 = '00000000-0000-7000-8000-0000000000a1'
@@ -221,6 +221,86 @@ function precompiledSuite(open: () => Promise<Store>): void {
     ])
     expect(await setStatus(store.db, 'PENDING', A2, 'u3')).toEqual([])
     await store.db.updateTable('users').set({ updated_at: T }).where('id', '=', 'u3').execute()
+  })
+
+  it('reads outside an open transaction see only committed rows, and wait for nothing else', async () => {
+    const byId = precompiled((db: Executor, accountId: string, id: string) =>
+      db.selectFrom('users').select('id').where('account_id', '=', accountId).where('id', '=', id),
+    )
+    let inside!: () => void
+    const release = new Promise<void>((resolve) => {
+      inside = resolve
+    })
+    let entered!: () => void
+    const started = new Promise<void>((resolve) => {
+      entered = resolve
+    })
+    const tx = store.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('users')
+        .values(user(A1, 'tx3', 'gina', 'PENDING'))
+        .execute()
+      entered()
+      await release
+      throw new Error('rollback')
+    })
+    await started
+    // The transaction holds the connection: the read waits for it (and never sees its row).
+    const during = byId(store.db, A1, 'tx3')
+    let settled = false
+    void during.then(() => {
+      settled = true
+    })
+    await new Promise((r) => setTimeout(r, 20))
+    expect(settled).toBe(store.dialect === 'postgres')
+    inside()
+    await expect(tx).rejects.toThrow('rollback')
+    expect(await during).toEqual([])
+    expect(await byId(store.db, A1, 'tx3')).toEqual([])
+  })
+
+  it('runs a write through the store, whose rights feed hears of it', async () => {
+    const touch = precompiled((db: Executor, accountId: string, id: string) =>
+      db
+        .updateTable('users')
+        .set({ updated_at: T })
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .returning('id'),
+    )
+    const before = store.rights.epoch
+    expect(await touch(store.db, A1, 'u1')).toEqual([{ id: 'u1' }])
+    expect(store.rights.epoch).toBeGreaterThan(before)
+  })
+
+  it('binds in-lists of every length, and builds a list longer than its bound as usual', async () => {
+    let builds = 0
+    const byIds = precompiledList(3, (db: Executor, [accountId]: [string], list: string[]) => {
+      builds++
+      return db
+        .selectFrom('users')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', 'in', list)
+    })
+    expect(ids(await byIds(store.db, [A1], ['u1']))).toEqual(['u1'])
+    expect(ids(await byIds(store.db, [A1], ['u2', 'u1']))).toEqual(['u1', 'u2'])
+    expect(ids(await byIds(store.db, [A1], ['u2', 'u3', 'u5']))).toEqual(['u2', 'u3'])
+    expect(ids(await byIds(store.db, [A2], ['u2', 'u5']))).toEqual(['u5'])
+    expect(ids(await byIds(store.db, [A1], ['u1', 'u2', 'u3', 'u4']))).toEqual([
+      'u1',
+      'u2',
+      'u3',
+      'u4',
+    ])
+    expect(ids(await byIds(store.db, [A1], ['u3', 'u4', 'u1', 'u2']))).toEqual([
+      'u1',
+      'u2',
+      'u3',
+      'u4',
+    ])
+    // Lengths 1, 2 and 3 compiled once each; the two lists of 4 were built each time.
+    expect(builds).toBe(5)
   })
 
   it('throws when the builder does not use an argument', async () => {

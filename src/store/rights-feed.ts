@@ -120,7 +120,23 @@ export class RightsFeed {
 const RIGHTS_WRITE =
   /\b(?:update(?:\s+or\s+\w+)?|delete\s+from|insert(?:\s+or\s+\w+)?\s+into|replace\s+into|merge\s+into)\s+(?:"?\w+"?\.)?"?(users|credentials|groups|group_members|account_settings|accounts|vaults)"?(?=[\s(]|$)/i
 
+/** Statements are few and repeat: each text's answer is kept (short texts, a bounded count). */
+const MEMO_MAX_ENTRIES = 1024
+const MEMO_MAX_SQL_LENGTH = 4096
+const memo = new Map<string, boolean>()
+
 export function isRightsWrite(sqlText: string): boolean {
+  const known = memo.get(sqlText)
+  if (known !== undefined) return known
+  const answer = classify(sqlText)
+  if (sqlText.length <= MEMO_MAX_SQL_LENGTH) {
+    if (memo.size >= MEMO_MAX_ENTRIES) memo.clear()
+    memo.set(sqlText, answer)
+  }
+  return answer
+}
+
+function classify(sqlText: string): boolean {
   const match = RIGHTS_WRITE.exec(sqlText)
   if (!match) return false
   const table = (match[1] as string).toLowerCase()

@@ -11,17 +11,30 @@ const CACHE_SIZE = 1000
  */
 export class AuthzService implements GrantsBuilder {
   readonly #compiled = new Map<string, CompiledPolicy>()
+  /**
+   * A user principal's grants, by the principal: the auth hooks hand out one frozen principal
+   * per cached credential (read with its policies), so a repeat caller's grants are built once.
+   * A principal built from a fresh read is a new key: nothing is reused across a change.
+   */
+  readonly #granted = new WeakMap<Principal, Grants>()
 
   constructor(private readonly groups: GroupsService) {}
 
   async grantsFor(principal: Principal): Promise<Grants> {
+    const known = this.#granted.get(principal)
+    if (known) return known
     const userId = principal.kind === 'user' ? principal.userId : principal.creatorId
     // Policy-checked routes read the policies with the credential; others query them now.
     const texts =
       (principal.kind === 'user' ? principal.groupPolicies : undefined) ??
       (await this.groups.policyTextsOfUser(principal.accountId, userId))
     const userPolicy = this.#compile(texts)
-    if (principal.kind === 'user') return new Grants([userPolicy], { userId })
+    if (principal.kind === 'user') {
+      const grants = new Grants([userPolicy], { userId })
+      // Only when the policies came with the principal: otherwise they were read just now.
+      if (principal.groupPolicies) this.#granted.set(principal, grants)
+      return grants
+    }
     // A SAT is bounded by every SAT that minted it and by its creator: every layer must allow.
     const layers = [principal.policy, ...principal.ancestorPolicies].map((p) => this.#compile([p]))
     return new Grants([...layers, userPolicy], { userId })

@@ -1,7 +1,7 @@
 import { PostgresAdapter, type Selectable, type Updateable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import { precompiled } from '../../store/precompiled.js'
+import { precompiled, precompiledList } from '../../store/precompiled.js'
 import type { DocumentsTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
 
@@ -42,20 +42,28 @@ export function lockById(db: Executor, accountId: string, vaultId: string, id: s
   ).executeTakeFirst()
 }
 
+/** The most ids one read names (documents.service.ts MAX_IDS_PER_READ; not imported: a cycle). */
+const MAX_IDS = 100
+
+const findByIdsQuery = precompiledList(
+  MAX_IDS,
+  (db: Executor, [accountId, vaultId]: [string, string], ids: string[]) =>
+    db
+      .selectFrom('documents')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('vault_id', '=', vaultId)
+      .where('id', 'in', ids),
+)
+
 export function findByIds(
   db: Executor,
   accountId: string,
   vaultId: string,
   ids: readonly string[],
-) {
+): Promise<DocumentRow[]> {
   if (ids.length === 0) return Promise.resolve([])
-  return db
-    .selectFrom('documents')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('vault_id', '=', vaultId)
-    .where('id', 'in', ids)
-    .execute()
+  return findByIdsQuery(db, [accountId, vaultId], ids)
 }
 
 export interface ListFilter {

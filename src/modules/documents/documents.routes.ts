@@ -1,8 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { reportReturned } from '../../access/returned.js'
+import { RawJson, sendWithRawJson } from '../../http/raw-json.js'
 import { errors } from '../../lib/errors.js'
-import { decodeBase64Json, encodeBase64Json, isTrue, parseIdList } from '../../lib/input.js'
+import { decodeBase64Json, isTrue, parseIdList } from '../../lib/input.js'
 import { createItem, resource } from '../../policy/index.js'
 import { optionalId, requiredContent } from './document-input.js'
 import type { DocumentRow } from './documents.repo.js'
@@ -117,11 +118,17 @@ export async function documentRoutes(
       },
       config: { operation: 'document.read_v2', access: { policy: readAny } },
     },
-    async (req) => {
+    async (req, reply) => {
       const ids = idsOf(req.params.document_ids)
       const docs = await documents.getMany(req.actor, vaultOf(req), ids)
       reportReturned(req, { items: docs.length, full: true })
-      return { documents: docs.map(({ row, content }) => ({ ...meta(row), document: content })) }
+      // The content goes out as the JSON text it is stored as (no parse and stringify again).
+      return sendWithRawJson(reply, {
+        documents: docs.map(({ row, json }) => ({
+          ...meta(row),
+          document: new RawJson(json.toString('utf8')),
+        })),
+      })
     },
   )
 
@@ -147,14 +154,14 @@ export async function documentRoutes(
         // The deprecated single read answers the bare base64 text (docs/truevault-clients.md §4)
         // typed as TrueVault typed it: Ruby clients decode the body only as
         // application/octet-stream.
-        return reply.type('application/octet-stream').send(encodeBase64Json(docs[0].content))
+        return reply.type('application/octet-stream').send(docs[0].json.toString('base64'))
       }
       return {
-        documents: docs.map(({ row, content }) => ({
+        documents: docs.map(({ row, json }) => ({
           id: row.id,
           owner_id: row.owner_id,
           schema_id: row.schema_id,
-          document: encodeBase64Json(content),
+          document: json.toString('base64'),
         })),
       }
     },
@@ -174,9 +181,9 @@ export async function documentRoutes(
     reportReturned(req, { items: items.length, full })
     return {
       data: {
-        items: items.map(({ row, content }) => ({
+        items: items.map(({ row, json }) => ({
           ...meta(row),
-          ...(full ? { document: encodeBase64Json(content) } : {}),
+          ...(json ? { document: json.toString('base64') } : {}),
         })),
         page,
         per_page: perPage,

@@ -19,10 +19,13 @@ export type { DocumentRow }
 
 export const MAX_IDS_PER_READ = 100
 
-/** A document with its content decrypted and parsed. */
+/**
+ * A document with its content decrypted: the UTF-8 JSON text as stored (what JSON.stringify made
+ * of it), which answers use as it is (parsed and stringified again it would be the same text).
+ */
 export interface OpenDocument {
   row: DocumentRow
-  content: unknown
+  json: Buffer
 }
 
 export interface NewDocument {
@@ -106,7 +109,7 @@ export class DocumentsService {
       if (!row || !actor.grants.can('R', documentResource(row))) throw notFound()
       return row
     })
-    return Promise.all(found.map(async (row) => ({ row, content: await this.#open(row) })))
+    return Promise.all(found.map(async (row) => ({ row, json: await this.#openJson(row) })))
   }
 
   /** A page of the documents the caller may read, with the total of those (never of others). */
@@ -136,7 +139,7 @@ export class DocumentsService {
       repo.count(this.db, filter),
     ])
     const items = await Promise.all(
-      rows.map(async (row) => ({ row, content: page.full ? await this.#open(row) : undefined })),
+      rows.map(async (row) => ({ row, json: page.full ? await this.#openJson(row) : undefined })),
     )
     return { items, total }
   }
@@ -302,12 +305,11 @@ export class DocumentsService {
   }
 
   async #open(row: DocumentRow): Promise<unknown> {
-    const text = await this.keyring.decryptText(
-      row.account_id,
-      row.content,
-      `document\n${row.vault_id}\n${row.id}`,
-    )
-    return JSON.parse(text)
+    return JSON.parse((await this.#openJson(row)).toString('utf8'))
+  }
+
+  #openJson(row: DocumentRow): Promise<Buffer> {
+    return this.keyring.decrypt(row.account_id, row.content, `document\n${row.vault_id}\n${row.id}`)
   }
 
   #checkContent(content: unknown, bound: boolean): void {

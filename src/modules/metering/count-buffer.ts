@@ -70,7 +70,9 @@ export class CountBuffer {
   #merge(increment: Increment): void {
     const key = keyOf(increment)
     const had = this.#pending.get(key)
-    this.#pending.set(key, had ? { ...had, n: had.n + increment.n } : { ...increment })
+    // A pending entry is this buffer's own copy (a flush takes the whole map): added to in place.
+    if (had) had.n += increment.n
+    else this.#pending.set(key, { ...increment })
   }
 
   #schedule(): void {

@@ -27,7 +27,9 @@ export function addMetering(app: FastifyInstance, metering: MeteringService): vo
       done()
       return
     }
-    metering.checkQuota(request.actor.principal.accountId).then(() => done(), done)
+    const checking = metering.checkQuota(request.actor.principal.accountId)
+    if (checking === undefined) done()
+    else checking.then(() => done(), done)
   })
   app.addHook('onSend', (request, reply, payload, done) => {
     const spec = meteringOf(request)

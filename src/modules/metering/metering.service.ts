@@ -44,6 +44,9 @@ export const utcDay = (at: Date) => at.toISOString().slice(0, 10)
 export class MeteringService {
   readonly #buffer: CountBuffer
   readonly #quotas = new Map<string, { quota: number | null; until: number }>()
+  /** The UTC day `#today` last answered, and when it began (ms). */
+  #day = ''
+  #dayStart = Number.NaN
 
   constructor(
     private readonly db: Executor,
@@ -75,8 +78,18 @@ export class MeteringService {
    */
   count(accountId: string, category: Category, n: number): void {
     if (n <= 0) return
-    this.#buffer.add({ accountId, day: utcDay(this.clock.now()), category, n })
+    this.#buffer.add({ accountId, day: this.#today(), category, n })
     this.meter.count('operations_consumed', { category }, n)
+  }
+
+  /** Today's UTC day by the clock; the text is made once a day, not on every count. */
+  #today(): string {
+    const ms = this.clock.now().getTime()
+    if (!(ms >= this.#dayStart && ms < this.#dayStart + DAY_MS)) {
+      this.#dayStart = Math.floor(ms / DAY_MS) * DAY_MS
+      this.#day = utcDay(new Date(this.#dayStart))
+    }
+    return this.#day
   }
 
   /** Stores every count taken so far (the app calls it when it closes; tests before reading). */
@@ -89,7 +102,14 @@ export class MeteringService {
    * reached it; Retry-After until the next UTC midnight. Checked before a metered request's
    * work: requests already running are not counted yet (the overshoot, decisions).
    */
-  async checkQuota(accountId: string): Promise<void> {
+  checkQuota(accountId: string): Promise<void> | undefined {
+    // Most accounts have no quota: known so, the check costs no promise.
+    const known = this.#quotas.get(accountId)
+    if (known && known.quota === null && known.until > performance.now()) return undefined
+    return this.#checkQuota(accountId)
+  }
+
+  async #checkQuota(accountId: string): Promise<void> {
     const quota = await this.#quota(accountId)
     if (quota === null) return
     const now = this.clock.now()

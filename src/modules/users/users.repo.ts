@@ -1,7 +1,7 @@
 import type { Selectable, Updateable } from 'kysely'
 import type { ItemScope } from '../../policy/index.js'
 import type { Executor } from '../../store/executor.js'
-import { precompiled } from '../../store/precompiled.js'
+import { precompiled, precompiledList } from '../../store/precompiled.js'
 import type { UsersTable } from '../../store/schema.js'
 import { scopePredicate } from '../../store/scope-filter.js'
 
@@ -21,14 +21,18 @@ export async function findById(db: Executor, accountId: string, id: string) {
   return row
 }
 
+/** The most ids one read names (users.routes.ts MAX_IDS). */
+const MAX_IDS = 100
+
+const findByIdsQuery = precompiledList(
+  MAX_IDS,
+  (db: Executor, [accountId]: [string], ids: string[]) =>
+    db.selectFrom('users').selectAll().where('account_id', '=', accountId).where('id', 'in', ids),
+)
+
 export function findByIds(db: Executor, accountId: string, ids: readonly string[]) {
   if (ids.length === 0) return Promise.resolve([])
-  return db
-    .selectFrom('users')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('id', 'in', ids)
-    .execute()
+  return findByIdsQuery(db, [accountId], ids)
 }
 
 /** The one ACTIVATED user with this name, the only kind that may log in. */
