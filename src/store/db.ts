@@ -14,6 +14,7 @@ import { currentDeadline, isRollback } from './request-deadline.js'
 import { rightsDialect } from './rights-driver.js'
 import { RightsFeed } from './rights-feed.js'
 import type { Database } from './schema.js'
+import { sqliteWriteDialect } from './sqlite-write-driver.js'
 import { cachingDatabase } from './statement-cache.js'
 
 /** Bytes the SQLite WAL file is cut back to once checkpointed (security review, finding 4). */
@@ -148,7 +149,10 @@ function openSqlite(
     },
   })
   const db = new Kysely<Database>({
-    dialect: rightsDialect(auditingDialect(sqliteDialect(database, cached), 'sqlite'), rights),
+    dialect: rightsDialect(
+      auditingDialect(sqliteWriteDialect(sqliteDialect(database, cached)), 'sqlite'),
+      rights,
+    ),
   })
   // Hot lookups (precompiled SELECTs) run here at once, unless a transaction is open: it holds
   // the one connection (its uncommitted rows must not be seen), so they queue behind it in
