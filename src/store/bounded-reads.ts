@@ -4,6 +4,8 @@ import { type QueryBound, QueryStopped, runBounded } from './bounded-query.js'
 import type { Executor } from './executor.js'
 import type { ReadPool, ReadResult } from './read-pool.js'
 
+export { ReadPoolUnavailable } from './read-pool.js'
+
 /** Refused before it ran: every slot and queue place is taken (or too many stops still end). */
 export class ReadsBusy extends Error {
   constructor() {
@@ -88,7 +90,9 @@ export class BoundedReads {
     const pool = this.pool as ReadPool
     // Stopped reads whose statements still run hold a core each: past as many as the pool has
     // threads, refuse more rather than pile up threads nothing can stop.
-    if (pool.abandoned() >= pool.options.threads) throw new ReadsBusy()
+    // A failed pool answers at once with ReadPoolUnavailable (its ended threads are not stops).
+    if (pool.failure() === undefined && pool.abandoned() >= pool.options.threads)
+      throw new ReadsBusy()
     const plain = queries.map((q) => ({ sql: q.sql, parameters: [...q.parameters] }))
     try {
       return await pool.run(plain, stop)

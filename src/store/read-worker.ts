@@ -35,13 +35,23 @@ const readAll = database.transaction((queries: readonly ReadQuery[]) =>
   ),
 )
 
-export default function run(queries: readonly ReadQuery[]): Record<string, unknown>[][] {
+/**
+ * What a task hands back. A statement's error is returned as a value, not thrown: an Error
+ * crossing to the main thread keeps only its message (structured clone drops `code`, which
+ * db-errors.ts reads), and piscina rejects a task the same way when its thread died, so a thrown
+ * error could not tell "this SQL failed" from "this worker is gone" (read-pool.ts).
+ */
+export type ReadOutcome =
+  | { rows: Record<string, unknown>[][] }
+  | { error: { message: string; code?: string } }
+
+export default function run(queries: readonly ReadQuery[]): ReadOutcome {
   try {
-    return readAll(queries)
+    return { rows: readAll(queries) }
   } catch (e) {
-    // A SqliteError loses its message and code on the way to the main thread: a plain Error
-    // carrying both crosses intact (db-errors.ts reads the code).
     const { message, code } = e as { message?: string; code?: unknown }
-    throw Object.assign(new Error(message ?? String(e)), typeof code === 'string' ? { code } : {})
+    return {
+      error: { message: message ?? String(e), ...(typeof code === 'string' ? { code } : {}) },
+    }
   }
 }

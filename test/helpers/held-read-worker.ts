@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { workerData } from 'node:worker_threads'
-import type { ReadQuery, ReadWorkerData } from '../../src/store/read-worker.js'
+import type { ReadOutcome, ReadQuery, ReadWorkerData } from '../../src/store/read-worker.js'
 import run from '../../src/store/read-worker.js'
 
 /**
@@ -11,7 +11,7 @@ import run from '../../src/store/read-worker.js'
 const hold = `${(workerData as ReadWorkerData).file}.hold`
 const tick = new Int32Array(new SharedArrayBuffer(4))
 
-export default function held(queries: readonly ReadQuery[]): Record<string, unknown>[][] {
+export default function held(queries: readonly ReadQuery[]): ReadOutcome {
   while (existsSync(hold)) Atomics.wait(tick, 0, 0, 10)
   return run(queries)
 }

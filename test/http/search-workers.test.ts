@@ -18,6 +18,7 @@ import { testDialect } from '../helpers/store.js'
 const FIELDS: SchemaField[] = [{ name: 'name', type: 'string', index: true }]
 const dir = mkdtempSync(join(tmpdir(), 'coffer-search-workers-'))
 const heldWorker = new URL('../helpers/held-read-worker.js', import.meta.url)
+const brokenWorker = new URL('../helpers/broken-read-worker.js', import.meta.url)
 
 interface Fixture {
   server: TestServer
@@ -31,12 +32,16 @@ async function fixture(options: {
   queue: number
   timeoutMs: number
   held?: boolean
+  /** Workers that throw as they load (helpers/broken-read-worker.ts). */
+  broken?: boolean
 }): Promise<Fixture> {
   const file = join(dir, `${randomUUID()}.db`)
+  if (options.broken) writeFileSync(`${file}.broken`, '')
   const server = await startTestServer({
     sqliteFile: file,
     sqliteReadWorkers: options.workers,
     ...(options.held ? { sqliteReadWorkerUrl: heldWorker } : {}),
+    ...(options.broken ? { sqliteReadWorkerUrl: brokenWorker } : {}),
     searchLimits: { queue: options.queue },
     searchTimeoutMs: options.timeoutMs,
   })
@@ -170,6 +175,31 @@ describe.skipIf(testDialect !== 'sqlite')('search on the SQLite read pool', () =
       rmSync(`${f.file}.hold`)
       expect((await running).status).toBe(200)
       expect((await queued).status).toBe(200)
+    })
+  })
+
+  describe('workers that cannot start', () => {
+    it('answers 503 SEARCH_UNAVAILABLE at once, not after the time bound; other requests go on', async () => {
+      const f = await make({ workers: 2, queue: 8, timeoutMs: 60_000, broken: true })
+      const id = await createDocument(f, 'x')
+      for (let i = 0; i < 3; i++) {
+        const started = Date.now()
+        const res = await search(f, 'x')
+        expect(res.status).toBe(503)
+        expect(res.headers.get('retry-after')).toBe('5')
+        const body = (await res.json()) as { result: string; error: { code: string } }
+        expect(body).toMatchObject({ result: 'error', error: { code: 'SEARCH_UNAVAILABLE' } })
+        // Well within the 60 s bound (the first may wait for a thread to fail as it loads).
+        expect(Date.now() - started).toBeLessThan(15_000)
+      }
+      // Concurrent searches are refused too, none left waiting in the gate.
+      const all = await Promise.all([1, 2, 3, 4].map(() => search(f, 'x')))
+      expect(all.map((r) => r.status)).toEqual([503, 503, 503, 503])
+      expect(f.server.testApp.deps.searchReads.load()).toEqual({ running: 0, queued: 0 })
+      const read = await fetch(`${f.server.url}/v1/vaults/${f.vault}/documents/${id}`, {
+        headers: auth(f),
+      })
+      expect(read.status).toBe(200)
     })
   })
 })

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { QueryStopped } from '../../src/store/bounded-query.js'
 import { BoundedReads, ReadsBusy } from '../../src/store/bounded-reads.js'
 import { openStore, type Store } from '../../src/store/db.js'
+import { ReadPool, ReadPoolUnavailable } from '../../src/store/read-pool.js'
 import { testDialect } from '../helpers/store.js'
 
 /**
@@ -121,4 +122,51 @@ describe.skipIf(testDialect !== 'sqlite')('SQLite read pool', () => {
     await running.catch(() => undefined)
     expect(await until(() => store.readPool?.abandoned() === 0, 60_000)).toBe(true)
   }, 90_000)
+
+  it('refuses reads at once while its workers cannot start, and starts afresh after retryMs', async () => {
+    // The real worker on a file that does not exist yet: its connection cannot open.
+    const file = join(dir, 'later.db')
+    const pool = new ReadPool({ file, threads: 2, busyTimeoutMs: 1000, retryMs: 1500 })
+    const reads = new BoundedReads(store.db, { concurrency: 2, queue: 4 }, pool)
+    const select = compile(sql`select 1 as one`)
+    try {
+      // The first read may meet a thread as it dies, or the failed pool: either way at once
+      // (well within its bound), never after the bound's 60 s.
+      for (let i = 0; i < 4; i++) {
+        const started = Date.now()
+        const error = await reads.run([select], { timeoutMs: 60_000 }).catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(ReadPoolUnavailable)
+        expect(Date.now() - started).toBeLessThan(20_000)
+      }
+      expect(pool.failure()).toBeDefined()
+      // Refused without waiting while failed, concurrent reads too.
+      const started = Date.now()
+      const errors = await Promise.all(
+        [1, 2, 3].map(() => reads.run([select], { timeoutMs: 60_000 }).catch((e: unknown) => e)),
+      )
+      for (const error of errors) expect(error).toBeInstanceOf(ReadPoolUnavailable)
+      expect(Date.now() - started).toBeLessThan(500)
+      expect(reads.load()).toEqual({ running: 0, queued: 0 })
+      // The cause passes: the next read after retryMs starts a fresh pool and is answered.
+      writeFileSync(file, '')
+      await sleep(1600)
+      const [rows] = await reads.run([select], { timeoutMs: 60_000 })
+      expect(rows).toEqual([{ one: 1 }])
+      expect(pool.failure()).toBeUndefined()
+    } finally {
+      await pool.close()
+    }
+  }, 90_000)
+
+  it("returns a statement's error with its code (it crossed the thread as a value)", async () => {
+    const reads = new BoundedReads(store.db, { concurrency: 1, queue: 0 }, store.readPool)
+    const error = await reads
+      .run([compile(sql`select * from no_such_table`)], { timeoutMs: 5000 })
+      .catch((e: unknown) => e)
+    expect(error).not.toBeInstanceOf(ReadPoolUnavailable)
+    expect(error).toMatchObject({
+      message: expect.stringMatching(/no such table/),
+      code: 'SQLITE_ERROR',
+    })
+  })
 })

@@ -4,7 +4,7 @@ import { AppError, ErrorType, errors } from '../../lib/errors.js'
 import { encodeBase64Json } from '../../lib/input.js'
 import { type Meter, noopMeter, secondsSince } from '../../metrics/meter.js'
 import { type QueryBound, QueryStopped } from '../../store/bounded-query.js'
-import { type BoundedReads, ReadsBusy } from '../../store/bounded-reads.js'
+import { type BoundedReads, ReadPoolUnavailable, ReadsBusy } from '../../store/bounded-reads.js'
 import type { Executor } from '../../store/executor.js'
 import type { DocumentRow, DocumentsService } from '../documents/documents.service.js'
 import type { SchemasService } from '../schemas/schemas.service.js'
@@ -97,6 +97,26 @@ const busy = () =>
   )
 
 /**
+ * SQLite's search workers are not running (they failed to start, or one died under this search):
+ * answered at once rather than after the whole time bound. A 503: the request is fine, this node
+ * cannot run searches now; the pool tries a fresh start a few seconds later (read-pool.ts).
+ */
+const unavailable = (e: ReadPoolUnavailable) =>
+  new AppError(
+    503,
+    ErrorType.unavailable,
+    'SEARCH_UNAVAILABLE',
+    'Searches cannot run on this node now; retry later',
+    {
+      cause: e,
+      retryAfterSeconds: 5,
+      logFields: { reason: 'search workers not running', error: errorText(e.cause) },
+    },
+  )
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 500)
+
+/**
  * Search over the index (docs/search.md): a vault's documents under one schema, or the account's
  * users under its user schema. Only what the caller may read is matched, counted and returned.
  */
@@ -132,6 +152,7 @@ export class SearchService {
         e instanceof QueryStopped ? 'stopped' : e instanceof ReadsBusy ? 'busy' : 'error'
       this.meter.observe('search_duration_seconds', { outcome }, secondsSince(started))
       if (e instanceof ReadsBusy) throw busy()
+      if (e instanceof ReadPoolUnavailable) throw unavailable(e)
       throw e instanceof QueryStopped ? stopped(e, this.timeoutMs) : e
     }
   }
