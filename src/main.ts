@@ -43,6 +43,8 @@ import { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
+import { encryptReport, keyReport } from './modules/keys/db-command.js'
+import { type PreparedSqliteFile, prepareSqliteFile } from './modules/keys/file-key.js'
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
@@ -73,18 +75,50 @@ commands:
                    reordered event (exit code 2 when one is found)
   audit export --format jsonl|csv [--account <id>] [--from <iso>] [--to <iso>] [--out <file>]
                    write audit events to stdout (or a file)
+  db encrypt       convert a plaintext SQLite database of an earlier release (start does it too)
+  db key [--print] the SQLite file's cipher settings; --print also prints its key and the
+                   commands that open the file with SQLCipher or SQLite3MultipleCiphers
 ${CONSENT_USAGE}`
 
-/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
-async function open(config: Config, readWorkers = 0): Promise<Store> {
+type Log = (msg: object, text: string) => void
+
+/** Messages of commands go to stderr: their stdout is their answer. */
+const stderrLog: Log = (obj, msg) => process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
+
+/** A SQLite file (not PostgreSQL, not `:memory:`): encrypted, with a file key (issue 22). */
+function isSqliteFile(config: Config): boolean {
+  return !isPostgresUrl(config.databaseUrl) && config.databaseUrl !== ':memory:'
+}
+
+/**
+ * The database, migrated. A SQLite file is readied first (modules/keys/file-key.ts: its key
+ * unwrapped, a plaintext file of an earlier release converted), which needs the master keys:
+ * they come back with it. `readWorkers`: SQLite search threads, for `serve` only (commands run
+ * no searches).
+ */
+async function openDatabase(
+  config: Config,
+  options: { readWorkers?: number; log?: Log } = {},
+): Promise<{ store: Store; sqlite?: PreparedSqliteFile }> {
+  const log = options.log ?? stderrLog
   // The database, its WAL, keys and credentials files are readable by this user only.
   process.umask(0o077)
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const limits = config.database
+  const sqlite = isSqliteFile(config) ? await prepareSqliteFile(config) : undefined
+  if (sqlite) {
+    for (const note of sqlite.recovered) log({ file: config.databaseUrl }, note)
+    if (sqlite.converted)
+      log(
+        { file: config.databaseUrl, ...sqlite.converted },
+        'encrypted the plaintext database and erased the plaintext file',
+      )
+  }
   const storeOptions = {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
-    sqliteReadWorkers: readWorkers,
+    sqliteReadWorkers: options.readWorkers ?? 0,
+    ...(sqlite ? { sqliteKey: sqlite.key } : {}),
     pg: {
       poolSize: limits.pgPoolSize,
       connectTimeoutMs: limits.pgConnectTimeoutMs,
@@ -104,11 +138,21 @@ async function open(config: Config, readWorkers = 0): Promise<Store> {
     } finally {
       await migrations.close()
     }
-    return openStore(storeOptions)
+    return { store: openStore(storeOptions) }
   }
   const store = openStore(storeOptions)
-  await migrateToLatest(store.db)
-  return store
+  try {
+    await migrateToLatest(store.db)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  return { store, ...(sqlite ? { sqlite } : {}) }
+}
+
+/** The migrated database, for commands that need no master key themselves. */
+async function open(config: Config): Promise<Store> {
+  return (await openDatabase(config)).store
 }
 
 /**
@@ -137,8 +181,11 @@ async function start(
   options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
   const { withConsent = false, meter } = options
-  const store = await open(config, config.search.workers)
-  const { key, keys, generated } = await loadMasterKey(config, store)
+  const { store, sqlite } = await openDatabase(config, { readWorkers: config.search.workers, log })
+  // A SQLite file needed the master keys to open: they came with it.
+  const { key, keys, generated } = sqlite
+    ? { key: sqlite.keys.current, keys: sqlite.keys, generated: sqlite.generated }
+    : await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
   const consent = withConsent ? await consentOptions(config, store, log) : undefined
@@ -521,6 +568,46 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
   return { done, accounts: results }
 }
 
+/**
+ * `coffer db encrypt` and `coffer db key [--print]` (modules/keys/db-command.ts): the embedded
+ * database only. Both are audited (`cli.db.encrypt`, `cli.db.key.print`); `db key` without
+ * `--print` reads nothing secret and writes no event.
+ */
+async function dbCommand(config: Config, sub: 'encrypt' | 'key', args: string[]): Promise<number> {
+  const print = args.length === 1 && args[0] === '--print'
+  if (args.length > 0 && !(sub === 'key' && print)) {
+    process.stderr.write(`usage: coffer db encrypt | coffer db key [--print]\n`)
+    return 1
+  }
+  if (!isSqliteFile(config)) {
+    process.stderr.write(
+      `coffer db ${sub} is for the embedded SQLite file; ${config.databaseUrl === ':memory:' ? 'an in-memory database has no file' : 'PostgreSQL keeps its data on the storage its operator provides (README: data at rest)'}\n`,
+    )
+    return 1
+  }
+  const { store, sqlite } = await openDatabase(config)
+  try {
+    const prepared = sqlite as PreparedSqliteFile
+    const report =
+      sub === 'encrypt'
+        ? encryptReport(config.databaseUrl, prepared)
+        : keyReport(config.databaseUrl, prepared, print)
+    if (sub === 'encrypt' || print) {
+      const operation = sub === 'encrypt' ? 'cli.db.encrypt' : 'cli.db.key.print'
+      const route = sub === 'encrypt' ? 'coffer db encrypt' : 'coffer db key --print'
+      await runAudited(
+        new AuditWriter(store.db, store.dialect),
+        { operation, route },
+        async () => {},
+      )
+    }
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+    return 0
+  } finally {
+    await store.close()
+  }
+}
+
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
 function serveMode(args: string[], configured: ServeMode): ServeMode {
   if (args.length === 0) return configured
@@ -553,8 +640,6 @@ async function main(argv: string[]): Promise<number> {
   // Before anything reads a setting: the file fills in what the environment does not set.
   const envFile = loadEnvFile()
   const config = loadConfig()
-  const stderrLog = (obj: object, msg: string) =>
-    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
     await serve(config, serveMode(argv.slice(1), config.serve), envFile)
     return -1
@@ -662,6 +747,9 @@ async function main(argv: string[]): Promise<number> {
       await store.close()
     }
     return 0
+  }
+  if (command === 'db' && (sub === 'encrypt' || sub === 'key')) {
+    return dbCommand(config, sub, argv.slice(2))
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)
   return 1

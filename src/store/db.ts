@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
+import SQLite from 'better-sqlite3-multiple-ciphers'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
@@ -13,6 +13,7 @@ import { currentDeadline, isRollback } from './request-deadline.js'
 import { rightsDialect } from './rights-driver.js'
 import { RightsFeed } from './rights-feed.js'
 import type { Database } from './schema.js'
+import { applySqliteKey } from './sqlite-cipher.js'
 import { cachingDatabase } from './statement-cache.js'
 
 /** Bytes the SQLite WAL file is cut back to once checkpointed (security review, finding 4). */
@@ -62,6 +63,12 @@ export interface StoreOptions {
   sqliteReadWorkers?: number
   /** The read workers' module (tests swap in one they control). */
   sqliteReadWorkerUrl?: URL
+  /**
+   * SQLite file: its 32-byte file key (sqlite-cipher.ts; `coffer` unwraps it from the file's
+   * key file, modules/keys/file-key.ts). Without one the file is plaintext: `:memory:`, the
+   * conversion of an old file, the bench's "off" half.
+   */
+  sqliteKey?: Buffer
 }
 
 /** Read worker threads of a SQLite store: the machine this was built for has 2 cores. */
@@ -94,10 +101,15 @@ export function isPostgresUrl(url: string): boolean {
 export function openStore(options: StoreOptions): Store {
   return isPostgresUrl(options.url)
     ? openPostgres(options)
-    : openSqlite(options.url, options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS, {
-        threads: options.sqliteReadWorkers ?? DEFAULT_SEARCH_WORKERS,
-        ...(options.sqliteReadWorkerUrl ? { workerUrl: options.sqliteReadWorkerUrl } : {}),
-      })
+    : openSqlite(
+        options.url,
+        options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS,
+        {
+          threads: options.sqliteReadWorkers ?? DEFAULT_SEARCH_WORKERS,
+          ...(options.sqliteReadWorkerUrl ? { workerUrl: options.sqliteReadWorkerUrl } : {}),
+        },
+        options.url === ':memory:' ? undefined : options.sqliteKey,
+      )
 }
 
 function logConnectionError(error: Error): void {
@@ -111,15 +123,26 @@ function openSqlite(
   file: string,
   busyTimeoutMs: number,
   reads: { threads: number; workerUrl?: URL },
+  key: Buffer | undefined,
 ): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const database = new SQLite(file)
+  try {
+    // The busy timeout first: the key check reads the schema, which may wait on another writer.
+    database.pragma(`busy_timeout = ${busyTimeoutMs}`)
+    applySqliteKey(database, key, file)
+  } catch (error) {
+    database.close()
+    throw error
+  }
+  // Sorts and temporary tables stay in memory: SQLite's temp files are not encrypted, and a
+  // spilled sort of indexed values would put them on disk in plaintext.
+  if (key) database.pragma('temp_store = MEMORY')
   // WAL lets readers run beside the writer; FULL sync keeps acknowledged writes through power
   // loss (a HIPAA-grade store prefers durability over the last few percent of write speed).
   database.pragma('journal_mode = WAL')
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
-  database.pragma(`busy_timeout = ${busyTimeoutMs}`)
   // After a large write the WAL file would keep its size for good (a 147 MB one stayed after
   // one oversized document): once a checkpoint has emptied it, SQLite truncates it to this.
   database.pragma(`journal_size_limit = ${SQLITE_JOURNAL_SIZE_LIMIT}`)
@@ -153,7 +176,7 @@ function openSqlite(
   const readPool =
     file === ':memory:' || reads.threads === 0
       ? undefined
-      : new ReadPool({ file, busyTimeoutMs, ...reads })
+      : new ReadPool({ file, busyTimeoutMs, ...reads, ...(key ? { key } : {}) })
   const close = async () => {
     await readPool?.close()
     await db.destroy()

@@ -16,6 +16,8 @@ export interface ReadPoolOptions {
   busyTimeoutMs: number
   /** The worker module (tests swap in one they control); default read-worker. */
   workerUrl?: URL
+  /** The file key of an encrypted file (sqlite-cipher.ts): each worker's connection uses it. */
+  key?: Buffer
 }
 
 /** Compiled TypeScript (dist) runs read-worker.js; from source (tsx, vitest) the .ts needs tsx. */
@@ -48,7 +50,12 @@ export class ReadPool {
 
   constructor(readonly options: ReadPoolOptions) {
     const { filename, execArgv } = workerModule(options.workerUrl)
-    const data: ReadWorkerData = { file: options.file, busyTimeoutMs: options.busyTimeoutMs }
+    // The key reaches the threads of this process only (worker data is copied in memory).
+    const data: ReadWorkerData = {
+      file: options.file,
+      busyTimeoutMs: options.busyTimeoutMs,
+      ...(options.key ? { keyHex: options.key.toString('hex') } : {}),
+    }
     this.#pool = new Piscina({
       filename,
       execArgv,
