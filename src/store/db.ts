@@ -8,6 +8,7 @@ import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
 import { PgRightsListener } from './pg-rights-listener.js'
+import { pgConnection } from './pg-tls.js'
 import { ReadPool } from './read-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import { rightsDialect } from './rights-driver.js'
@@ -207,8 +208,10 @@ function sqliteDialect(
 
 function openPostgres(options: StoreOptions): Store {
   const settings = { ...DEFAULT_PG_SETTINGS, ...options.pg }
+  // TLS as the URL asks for it (sslmode, sslrootcert; pg-tls.ts), on every connection.
+  const connection = pgConnection(options.url)
   const pool = new pg.Pool({
-    connectionString: options.url,
+    ...connection,
     max: settings.poolSize,
     connectionTimeoutMillis: settings.connectTimeoutMs,
     idleTimeoutMillis: settings.idleTimeoutMs,
@@ -227,7 +230,7 @@ function openPostgres(options: StoreOptions): Store {
   // is waiting (say, on a lock), a cancel queued behind them would never run.
   const cancelBackend = async (pid: number) => {
     const client = new pg.Client({
-      connectionString: options.url,
+      ...connection,
       connectionTimeoutMillis: settings.connectTimeoutMs,
     })
     client.on('error', () => {})
@@ -249,7 +252,7 @@ function openPostgres(options: StoreOptions): Store {
     channel,
     start: () => {
       listener = new PgRightsListener(rights, {
-        url: options.url,
+        connection,
         channel,
         connectTimeoutMs: settings.connectTimeoutMs,
         onError,
