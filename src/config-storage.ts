@@ -1,5 +1,6 @@
 import { isAbsolute, join, resolve } from 'node:path'
 import { isPostgresUrl } from './store/db.js'
+import { pgTlsSettings } from './store/pg-tls.js'
 
 /**
  * Where data lives: the database (`COFFER_DATABASE_URL`) and the BLOB store (`COFFER_BLOB_*`,
@@ -45,7 +46,12 @@ export interface BlobSettings {
 export function databaseUrl(raw: string | undefined, dataDir: string, problems: string[]): string {
   const value = (raw ?? '').trim()
   if (value === '') return join(dataDir, 'coffer.db')
-  if (isPostgresUrl(value) || value === ':memory:' || isAbsolute(value)) return value
+  if (isPostgresUrl(value)) {
+    // TLS parameters (sslmode, sslrootcert) are checked here; the CA file is read at start.
+    pgTlsSettings(value, problems)
+    return value
+  }
+  if (value === ':memory:' || isAbsolute(value)) return value
   if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(value)) {
     problems.push(
       'COFFER_DATABASE_URL must be postgres://… (or postgresql://…), or a SQLite file path',

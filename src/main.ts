@@ -65,6 +65,8 @@ import { type CheckInput, runCheck } from './modules/backup/check.js'
 import { scratchFor } from './modules/backup/scratch.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
+import { encryptReport, keyReport } from './modules/keys/db-command.js'
+import { type PreparedSqliteFile, prepareSqliteFile } from './modules/keys/file-key.js'
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
@@ -104,15 +106,36 @@ commands:
                    restore into the configured, empty database and BLOB store
   check            every data key unwraps, every record and BLOB decrypts, no BLOB object is
                    missing or orphaned (exit 2 naming the problems)
+  db encrypt       convert a plaintext SQLite database of an earlier release (start does it too)
+  db key [--print] the SQLite file's cipher settings; --print also prints its key and the
+                   commands that open the file with SQLCipher or SQLite3MultipleCiphers
 ${CONSENT_USAGE}`
 
-/** The configured database's store options; `readWorkers`: SQLite search threads. */
-function storeOptionsOf(config: Config, readWorkers = 0): StoreOptions & { pg: PgOptions } {
+type Log = (msg: object, text: string) => void
+
+/** Messages of commands go to stderr: their stdout is their answer. */
+const stderrLog: Log = (obj, msg) => process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
+
+/** A SQLite file (not PostgreSQL, not `:memory:`): encrypted, with a file key (issue 22). */
+function isSqliteFile(config: Config): boolean {
+  return !isPostgresUrl(config.databaseUrl) && config.databaseUrl !== ':memory:'
+}
+
+/**
+ * The configured database's store options; `readWorkers`: SQLite search threads; `sqliteKey`:
+ * the file key of an encrypted SQLite file (prepareSqliteFile).
+ */
+function storeOptionsOf(
+  config: Config,
+  readWorkers = 0,
+  sqliteKey?: Buffer,
+): StoreOptions & { pg: PgOptions } {
   const limits = config.database
   return {
     url: config.databaseUrl,
     sqliteBusyTimeoutMs: limits.sqliteBusyTimeoutMs,
     sqliteReadWorkers: readWorkers,
+    ...(sqliteKey ? { sqliteKey } : {}),
     pg: {
       poolSize: limits.pgPoolSize,
       connectTimeoutMs: limits.pgConnectTimeoutMs,
@@ -130,10 +153,33 @@ function prepareDataDir(config: Config): void {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
 }
 
-/** `readWorkers`: SQLite search threads, for `serve` only (commands run no searches). */
-async function open(config: Config, readWorkers = 0): Promise<Store> {
+/**
+ * A SQLite file readied (modules/keys/file-key.ts: its key unwrapped, a plaintext file of an
+ * earlier release converted), which needs the master keys: they come back with it.
+ */
+async function readySqliteFile(config: Config, log: Log): Promise<PreparedSqliteFile | undefined> {
+  if (!isSqliteFile(config)) return undefined
+  const sqlite = await prepareSqliteFile(config)
+  for (const note of sqlite.recovered) log({ file: config.databaseUrl }, note)
+  if (sqlite.converted)
+    log(
+      { file: config.databaseUrl, ...sqlite.converted },
+      'encrypted the plaintext database and erased the plaintext file',
+    )
+  return sqlite
+}
+
+/**
+ * The database, migrated. `readWorkers`: SQLite search threads, for `serve` only (commands run
+ * no searches).
+ */
+async function openDatabase(
+  config: Config,
+  options: { readWorkers?: number; log?: Log } = {},
+): Promise<{ store: Store; sqlite?: PreparedSqliteFile }> {
   prepareDataDir(config)
-  const storeOptions = storeOptionsOf(config, readWorkers)
+  const sqlite = await readySqliteFile(config, options.log ?? stderrLog)
+  const storeOptions = storeOptionsOf(config, options.readWorkers ?? 0, sqlite?.key)
   // Migrations (a re-index on a large database) may legitimately outlast the statement timeout
   // that bounds requests: they run on a connection of their own without one.
   if (isPostgresUrl(config.databaseUrl)) {
@@ -146,11 +192,21 @@ async function open(config: Config, readWorkers = 0): Promise<Store> {
     } finally {
       await migrations.close()
     }
-    return openStore(storeOptions)
+    return { store: openStore(storeOptions) }
   }
   const store = openStore(storeOptions)
-  await migrateToLatest(store.db)
-  return store
+  try {
+    await migrateToLatest(store.db)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  return { store, ...(sqlite ? { sqlite } : {}) }
+}
+
+/** The migrated database, for commands that need no master key themselves. */
+async function open(config: Config): Promise<Store> {
+  return (await openDatabase(config)).store
 }
 
 /**
@@ -179,8 +235,11 @@ async function start(
   options: { withConsent?: boolean; meter?: Meter; blobStore?: BlobStore } = {},
 ) {
   const { withConsent = false, meter } = options
-  const store = await open(config, config.search.workers)
-  const { key, keys, generated } = await loadMasterKey(config, store)
+  const { store, sqlite } = await openDatabase(config, { readWorkers: config.search.workers, log })
+  // A SQLite file needed the master keys to open: they came with it.
+  const { key, keys, generated } = sqlite
+    ? { key: sqlite.keys.current, keys: sqlite.keys, generated: sqlite.generated }
+    : await loadMasterKey(config, store)
   if (generated)
     log({ file: config.masterKeyFile, master_key_id: key.id }, 'generated a new master key')
   const consent = withConsent ? await consentOptions(config, store, log) : undefined
@@ -231,7 +290,7 @@ async function start(
   if (fingerprinted > 0) log({ data_keys: fingerprinted }, 'recorded master key fingerprints')
   const encrypted = await deps.users.encryptPlaintextAttributes()
   if (encrypted > 0) log({ users: encrypted }, 'encrypted user attributes stored in plaintext')
-  return { store, deps }
+  return { store, deps, ...(sqlite ? { sqliteKey: sqlite.key } : {}) }
 }
 
 /** The consent API's secret (generated once on SQLite) and storefront settings. */
@@ -282,7 +341,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   const metricsConfig = config.operations.metrics
   const { blobStore, tls } = await checkBeforeWriting(config, mode)
   const metrics = metricsFor(config)
-  const { store, deps } = await start(config, (obj, msg) => log(obj, msg), {
+  const { store, deps, sqliteKey } = await start(config, (obj, msg) => log(obj, msg), {
     withConsent: mode !== 'api',
     ...(metrics ? { meter: metrics.meter } : {}),
     blobStore,
@@ -379,7 +438,13 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
     log: (obj, msg) => first.log.info(obj, msg),
   })
   // COFFER_BACKUP_SCHEDULE: each slot taken by one node of the cluster (decisions 238).
-  const backups = scheduledBackups(config, store, deps, (obj, msg) => first.log.info(obj, msg))
+  const backups = scheduledBackups(
+    config,
+    store,
+    deps,
+    (obj, msg) => first.log.info(obj, msg),
+    sqliteKey,
+  )
   if (metrics && backups) metrics.watchBackups(() => backups.freshStats())
   let backupsStopped: Promise<void> | undefined
   closeOnSignals({
@@ -422,6 +487,7 @@ function scheduledBackups(
   store: Store,
   deps: Deps,
   log: (obj: object, msg: string) => void,
+  sqliteKey: Buffer | undefined,
 ): BackupScheduler | undefined {
   const { schedule, target, keep } = config.backup
   if (!schedule || !target) return undefined
@@ -431,7 +497,7 @@ function scheduledBackups(
     keep,
     s3: config.s3,
     db: store.db,
-    run: (location, signal) => scheduledBackup(config, store, deps, location, signal),
+    run: (location, signal) => scheduledBackup(config, store, deps, location, signal, sqliteKey),
     draining: () => deps.health.draining,
     log,
     meter: deps.meter,
@@ -445,9 +511,10 @@ async function scheduledBackup(
   deps: Deps,
   location: BackupLocation,
   signal: AbortSignal,
+  sqliteKey: Buffer | undefined,
 ) {
   if (location.kind === 'file') mkdirSync(dirname(location.path), { recursive: true, mode: 0o700 })
-  const options = storeOptionsOf(config)
+  const options = storeOptionsOf(config, 0, sqliteKey)
   const snapshotStore = openStore({
     ...options,
     pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
@@ -650,10 +717,10 @@ function consentSecretFile(config: Config): string | undefined {
 /** `coffer backup create <target>`: the snapshot runs on a store of its own (backup-create.ts). */
 async function backupCreate(config: Config, target: string): Promise<number> {
   const location = parseLocation(target)
-  const { store, deps } = await start(config, (obj, msg) =>
+  const { store, deps, sqliteKey } = await start(config, (obj, msg) =>
     process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`),
   )
-  const options = storeOptionsOf(config)
+  const options = storeOptionsOf(config, 0, sqliteKey)
   const snapshotStore = openStore({
     ...options,
     pg: { ...options.pg, poolSize: 1, statementTimeoutMs: 0 },
@@ -778,8 +845,11 @@ async function backupRestore(config: Config, target: string): Promise<number> {
   }
   const blobStore = blobStoreFor(config)
   const exists = dialect === 'postgres' || existsSync(config.databaseUrl)
+  // A SQLite target is encrypted under its own file key, made here for a new file (issue 22).
+  if (!exists) prepareDataDir(config)
+  const sqlite = dialect === 'sqlite' ? await readySqliteFile(config, stderrLog) : undefined
   // Migrations over restored rows of an older release may outlast the statement timeout.
-  const options = storeOptionsOf(config)
+  const options = storeOptionsOf(config, 0, sqlite?.key)
   const restoreOptions = { ...options, pg: { ...options.pg, statementTimeoutMs: 0 } }
   const store = exists ? openStore(restoreOptions) : undefined
   const problem =
@@ -789,7 +859,6 @@ async function backupRestore(config: Config, target: string): Promise<number> {
     await store?.close()
     return refuse(problem)
   }
-  if (!store) prepareDataDir(config)
   const restoreStore = store ?? openStore(restoreOptions)
   const progress = terminalProgress('restored', 'rows and objects')
   const backup = await openBackup(location, config.s3)
@@ -848,6 +917,46 @@ async function checkCommand(config: Config): Promise<number> {
   }
 }
 
+/**
+ * `coffer db encrypt` and `coffer db key [--print]` (modules/keys/db-command.ts): the embedded
+ * database only. Both are audited (`cli.db.encrypt`, `cli.db.key.print`); `db key` without
+ * `--print` reads nothing secret and writes no event.
+ */
+async function dbCommand(config: Config, sub: 'encrypt' | 'key', args: string[]): Promise<number> {
+  const print = args.length === 1 && args[0] === '--print'
+  if (args.length > 0 && !(sub === 'key' && print)) {
+    process.stderr.write(`usage: coffer db encrypt | coffer db key [--print]\n`)
+    return 1
+  }
+  if (!isSqliteFile(config)) {
+    process.stderr.write(
+      `coffer db ${sub} is for the embedded SQLite file; ${config.databaseUrl === ':memory:' ? 'an in-memory database has no file' : 'PostgreSQL keeps its data on the storage its operator provides (README: data at rest)'}\n`,
+    )
+    return 1
+  }
+  const { store, sqlite } = await openDatabase(config)
+  try {
+    const prepared = sqlite as PreparedSqliteFile
+    const report =
+      sub === 'encrypt'
+        ? encryptReport(config.databaseUrl, prepared)
+        : keyReport(config.databaseUrl, prepared, print)
+    if (sub === 'encrypt' || print) {
+      const operation = sub === 'encrypt' ? 'cli.db.encrypt' : 'cli.db.key.print'
+      const route = sub === 'encrypt' ? 'coffer db encrypt' : 'coffer db key --print'
+      await runAudited(
+        new AuditWriter(store.db, store.dialect),
+        { operation, route },
+        async () => {},
+      )
+    }
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`)
+    return 0
+  } finally {
+    await store.close()
+  }
+}
+
 /** `serve --only api|consent` (or `--only=…`) overrides COFFER_SERVE. */
 function serveMode(args: string[], configured: ServeMode): ServeMode {
   if (args.length === 0) return configured
@@ -880,8 +989,6 @@ async function main(argv: string[]): Promise<number> {
   // Before anything reads a setting: the file fills in what the environment does not set.
   const envFile = loadEnvFile()
   const config = loadConfig()
-  const stderrLog = (obj: object, msg: string) =>
-    process.stderr.write(`${msg} ${JSON.stringify(obj)}\n`)
   if (command === 'serve') {
     await serve(config, serveMode(argv.slice(1), config.serve), envFile)
     return -1
@@ -1012,6 +1119,9 @@ async function main(argv: string[]): Promise<number> {
       return 1
     }
     return checkCommand(config)
+  }
+  if (command === 'db' && (sub === 'encrypt' || sub === 'key')) {
+    return dbCommand(config, sub, argv.slice(2))
   }
   process.stderr.write(`unknown command: ${argv.join(' ')}\n\n${USAGE}`)
   return 1

@@ -6,12 +6,13 @@ import { FsBlobStore } from '../src/blob/fs-blob-store.js'
 import { MasterKey } from '../src/crypto/master-key.js'
 import { createDeps } from '../src/deps.js'
 import { runKeyRotation } from '../src/modules/keys/rotate-command.js'
-import { openStore } from '../src/store/db.js'
 import { migrateToLatest } from '../src/store/migrate.js'
+import { fileKeyPath } from '../src/store/sqlite-file-key.js'
 import { basicHeader, TEST_ARGON2 } from './helpers/app.js'
 import {
   bootstrapCredentials,
   clusterBlobEnv,
+  openCofferStore,
   runCoffer,
   type ServerProcess,
   sharedDatabase,
@@ -398,11 +399,12 @@ describe.skipIf(testDialect !== 'sqlite')(
           masterKeyFile: join(dir, 'master.key'),
           masterKeyPrevious: undefined,
           masterKeyPreviousFile: join(dir, 'master.key.previous'),
+          databaseUrl: env.COFFER_DATABASE_URL as string,
         }
         // Accounts under a generated key file, through the CLI's own start.
         await runCoffer(['account', 'create'], env)
         const oldKey = MasterKey.fromBase64(readFileSync(config.masterKeyFile, 'utf8'))
-        const store = openStore({ url: env.COFFER_DATABASE_URL as string })
+        const store = openCofferStore(env.COFFER_DATABASE_URL as string, oldKey)
         await migrateToLatest(store.db)
         const deps = createDeps(store, {
           masterKey: oldKey,
@@ -431,6 +433,12 @@ describe.skipIf(testDialect !== 'sqlite')(
           })
           // 5 data keys: 2 re-wrapped before the stop, the other 3 now
           expect(resumed.rewrapped).toBe(3)
+          // The SQLite file key was re-wrapped before the data keys: nothing left for the rerun.
+          expect(resumed.file_key).toBe(testDialect === 'sqlite' ? 'current' : 'none')
+          if (testDialect === 'sqlite') {
+            const keyFile = readFileSync(fileKeyPath(env.COFFER_DATABASE_URL as string), 'utf8')
+            expect(JSON.parse(keyFile).master_key_fingerprint).toBe(newKey.id)
+          }
           expect(MasterKey.fromBase64(readFileSync(config.masterKeyFile, 'utf8')).id).toBe(
             newKey.id,
           )

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 /**
@@ -12,15 +12,20 @@ import { join } from 'node:path'
  *   re-keys credentials, SATs and login counters: it also has a SAT with uses left and a spent
  *   per-address login window.
  */
-import Database from 'better-sqlite3'
+import Database from 'better-sqlite3-multiple-ciphers'
 import { sql } from 'kysely'
 import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { verifyChains } from '../src/audit/verify.js'
 import { MasterKey } from '../src/crypto/master-key.js'
-import { openStore } from '../src/store/db.js'
-import { clusterBlobEnv, type ServerProcess, startServerProcess } from './helpers/processes.js'
+import { sqliteFileState } from '../src/store/sqlite-cipher.js'
+import {
+  clusterBlobEnv,
+  openCofferStore,
+  type ServerProcess,
+  startServerProcess,
+} from './helpers/processes.js'
 import { readSchema, shardRuleViolations } from './helpers/shard-rule.js'
 import { TEST_PG_URL, testDialect } from './helpers/store.js'
 
@@ -392,7 +397,7 @@ function upgradeSuite(folder: string): void {
         }),
       ).toEqual({ ids: byId(ci), total: ci.length })
       // The indexes the search now names exist; the ones 0016 replaced are gone.
-      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      const store = openCofferStore(databaseUrl, undefined, { pg: { poolSize: 1 } })
       try {
         const indexes =
           testDialect === 'postgres'
@@ -444,7 +449,7 @@ function upgradeSuite(folder: string): void {
     })
 
     it('leaves an upgraded schema that keeps the shard rule', async () => {
-      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      const store = openCofferStore(databaseUrl, undefined, { pg: { poolSize: 1 } })
       try {
         expect(shardRuleViolations(await readSchema(store.db))).toEqual([])
       } finally {
@@ -465,7 +470,7 @@ function upgradeSuite(folder: string): void {
         decision: 'allowed',
         account_id: fixture.bootstrap.account_id,
       })
-      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      const store = openCofferStore(databaseUrl, undefined, { pg: { poolSize: 1 } })
       try {
         const report = await verifyChains(store.db)
         expect(report.problems).toEqual([])
@@ -502,7 +507,7 @@ function upgradeSuite(folder: string): void {
       const key = MasterKey.fromBase64(
         fixture.masterKey ?? readFileSync(join(dataDir, 'master.key'), 'utf8'),
       )
-      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      const store = openCofferStore(databaseUrl, undefined, { pg: { poolSize: 1 } })
       try {
         const rows = await store.db
           .selectFrom('data_keys')
@@ -525,9 +530,35 @@ function upgradeSuite(folder: string): void {
       expect(res.status, res.body).toBe(200)
     })
 
+    it.runIf(testDialect === 'sqlite')(
+      'encrypted the data folder at start: the file is SQLCipher, no value it held is readable in any file (issue 22)',
+      async () => {
+        expect(server.output()).toContain('encrypted the plaintext database')
+        expect(sqliteFileState(databaseUrl)).toBe('encrypted')
+        for (const leftover of ['coffer.db.encrypting', 'coffer.db.plaintext'])
+          expect(existsSync(join(dataDir, leftover)), leftover).toBe(false)
+        const values = [
+          fixture.user.username,
+          fixture.mfaUser.username,
+          fixture.vault.id,
+          ...fixture.vault.documents.map((d) => d.id),
+          'CREATE TABLE',
+        ]
+        const hits: string[] = []
+        for (const entry of readdirSync(dataDir, { recursive: true, withFileTypes: true })) {
+          if (!entry.isFile()) continue
+          const bytes = readFileSync(join(entry.parentPath, entry.name))
+          for (const v of values)
+            for (const needle of [Buffer.from(v), Buffer.from(v, 'utf16le')])
+              if (bytes.includes(needle)) hits.push(`${v} in ${entry.name}`)
+        }
+        expect(hits).toEqual([])
+      },
+    )
+
     it('does not bootstrap again: one account, the bootstrap row names it', async () => {
       expect(server.output()).not.toContain('created the first account')
-      const store = openStore({ url: databaseUrl, pg: { poolSize: 1 } })
+      const store = openCofferStore(databaseUrl, undefined, { pg: { poolSize: 1 } })
       try {
         const accounts = await store.db.selectFrom('accounts').select('id').execute()
         expect(accounts.map((a) => a.id)).toEqual([fixture.bootstrap.account_id])

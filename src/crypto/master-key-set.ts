@@ -60,6 +60,11 @@ export class MasterKeySet {
     return this.all().map((k) => k.id)
   }
 
+  /** True when a key held has this fingerprint. */
+  holdsFingerprint(fingerprint: string): boolean {
+    return this.all().some((k) => k.id === fingerprint)
+  }
+
   /** True when some held key wrapped the row (by fingerprint, or legacy id on old rows). */
   holdsKeyOf(ref: Pick<WrappedKeyRef, 'master_key_id' | 'master_key_fingerprint'>): boolean {
     if (ref.master_key_fingerprint !== null)
@@ -76,12 +81,7 @@ export class MasterKeySet {
   unwrap(ref: WrappedKeyRef): { key: Buffer; by: MasterKey } {
     const context = `${ref.account_id}\n${ref.id}`
     if (ref.master_key_fingerprint !== null) {
-      const find = () => this.all().find((k) => k.id === ref.master_key_fingerprint)
-      let by = find()
-      if (!by && this.#onUnknown) {
-        this.#onUnknown()
-        by = find()
-      }
+      const by = this.#find(ref.master_key_fingerprint)
       if (!by)
         throw new IntegrityError('data key is wrapped by a master key this node does not hold')
       return { key: by.unwrap(ref.wrapped_key, context), by }
@@ -96,6 +96,35 @@ export class MasterKeySet {
       }
     }
     throw new IntegrityError('data key is wrapped by a master key this node does not hold')
+  }
+
+  /**
+   * Unwraps the SQLite file key (store/sqlite-file-key.ts) with the key its fingerprint names,
+   * current or previous: a node holding only the previous key beside the new one still opens
+   * the database while a rotation re-wraps it.
+   */
+  unwrapFileKey(wrapped: { master_key_fingerprint: string; wrapped_key: string }): {
+    key: Buffer
+    by: MasterKey
+  } {
+    const by = this.#find(wrapped.master_key_fingerprint)
+    if (!by) {
+      throw new IntegrityError(
+        `the database file key is wrapped by master key ${wrapped.master_key_fingerprint}, which this node does not hold (it holds ${this.fingerprints().join(', ')})`,
+      )
+    }
+    return { key: by.unwrapFileKey(wrapped.wrapped_key), by }
+  }
+
+  /** The key held with this fingerprint, after re-reading the key files once if none is. */
+  #find(fingerprint: string): MasterKey | undefined {
+    const find = () => this.all().find((k) => k.id === fingerprint)
+    let by = find()
+    if (!by && this.#onUnknown) {
+      this.#onUnknown()
+      by = find()
+    }
+    return by
   }
 
   /** Parses comma- or newline-separated base64 keys (COFFER_MASTER_KEY_PREVIOUS and its file). */

@@ -1,6 +1,9 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto'
 import { decodeStoredBase64, KEY_BYTES, open, seal } from './aead.js'
 
+/** Associated data of a wrapped SQLite file key (never a data key's: those carry ids). */
+const FILE_KEY_AAD = Buffer.from('coffer sqlite file key\nv1')
+
 /**
  * The key that wraps every data key. It never reaches the database: only its fingerprint is
  * stored beside each wrapped data key, so a node picks the key that unwraps a data key without
@@ -64,5 +67,17 @@ export class MasterKey {
 
   unwrap(wrapped: string, context: string): Buffer {
     return open(this.#key, decodeStoredBase64(wrapped), Buffer.from(`coffer data key\n${context}`))
+  }
+
+  /**
+   * Wraps the key of the encrypted SQLite file (store/sqlite-file-key.ts). Its own associated
+   * data, so a wrapped data key can never be passed off as the file key or the other way round.
+   */
+  wrapFileKey(fileKey: Buffer): string {
+    return seal(this.#key, fileKey, FILE_KEY_AAD).toString('base64')
+  }
+
+  unwrapFileKey(wrapped: string): Buffer {
+    return open(this.#key, decodeStoredBase64(wrapped), FILE_KEY_AAD)
   }
 }

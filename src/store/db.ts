@@ -1,19 +1,21 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
+import SQLite from 'better-sqlite3-multiple-ciphers'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
 import { PgRightsListener } from './pg-rights-listener.js'
+import { pgConnection } from './pg-tls.js'
 import { enableDirectReads } from './precompiled.js'
 import { ReadPool } from './read-pool.js'
 import { currentDeadline, isRollback } from './request-deadline.js'
 import { rightsDialect } from './rights-driver.js'
 import { RightsFeed } from './rights-feed.js'
 import type { Database } from './schema.js'
+import { applySqliteKey } from './sqlite-cipher.js'
 import { sqliteWriteDialect } from './sqlite-write-driver.js'
 import { cachingDatabase } from './statement-cache.js'
 
@@ -64,6 +66,12 @@ export interface StoreOptions {
   sqliteReadWorkers?: number
   /** The read workers' module (tests swap in one they control). */
   sqliteReadWorkerUrl?: URL
+  /**
+   * SQLite file: its 32-byte file key (sqlite-cipher.ts; `coffer` unwraps it from the file's
+   * key file, modules/keys/file-key.ts). Without one the file is plaintext: `:memory:`, the
+   * conversion of an old file, the bench's "off" half.
+   */
+  sqliteKey?: Buffer
 }
 
 /** Read worker threads of a SQLite store: the machine this was built for has 2 cores. */
@@ -96,10 +104,15 @@ export function isPostgresUrl(url: string): boolean {
 export function openStore(options: StoreOptions): Store {
   return isPostgresUrl(options.url)
     ? openPostgres(options)
-    : openSqlite(options.url, options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS, {
-        threads: options.sqliteReadWorkers ?? DEFAULT_SEARCH_WORKERS,
-        ...(options.sqliteReadWorkerUrl ? { workerUrl: options.sqliteReadWorkerUrl } : {}),
-      })
+    : openSqlite(
+        options.url,
+        options.sqliteBusyTimeoutMs ?? DEFAULT_SQLITE_BUSY_TIMEOUT_MS,
+        {
+          threads: options.sqliteReadWorkers ?? DEFAULT_SEARCH_WORKERS,
+          ...(options.sqliteReadWorkerUrl ? { workerUrl: options.sqliteReadWorkerUrl } : {}),
+        },
+        options.url === ':memory:' ? undefined : options.sqliteKey,
+      )
 }
 
 function logConnectionError(error: Error): void {
@@ -113,15 +126,26 @@ function openSqlite(
   file: string,
   busyTimeoutMs: number,
   reads: { threads: number; workerUrl?: URL },
+  key: Buffer | undefined,
 ): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
   const database = new SQLite(file)
+  try {
+    // The busy timeout first: the key check reads the schema, which may wait on another writer.
+    database.pragma(`busy_timeout = ${busyTimeoutMs}`)
+    applySqliteKey(database, key, file)
+  } catch (error) {
+    database.close()
+    throw error
+  }
+  // Sorts and temporary tables stay in memory: SQLite's temp files are not encrypted, and a
+  // spilled sort of indexed values would put them on disk in plaintext.
+  if (key) database.pragma('temp_store = MEMORY')
   // WAL lets readers run beside the writer; FULL sync keeps acknowledged writes through power
   // loss (a HIPAA-grade store prefers durability over the last few percent of write speed).
   database.pragma('journal_mode = WAL')
   database.pragma('synchronous = FULL')
   database.pragma('foreign_keys = ON')
-  database.pragma(`busy_timeout = ${busyTimeoutMs}`)
   // After a large write the WAL file would keep its size for good (a 147 MB one stayed after
   // one oversized document): once a checkpoint has emptied it, SQLite truncates it to this.
   database.pragma(`journal_size_limit = ${SQLITE_JOURNAL_SIZE_LIMIT}`)
@@ -166,7 +190,7 @@ function openSqlite(
   const readPool =
     file === ':memory:' || reads.threads === 0
       ? undefined
-      : new ReadPool({ file, busyTimeoutMs, ...reads })
+      : new ReadPool({ file, busyTimeoutMs, ...reads, ...(key ? { key } : {}) })
   const close = async () => {
     await readPool?.close()
     await db.destroy()
@@ -197,8 +221,10 @@ function sqliteDialect(
 
 function openPostgres(options: StoreOptions): Store {
   const settings = { ...DEFAULT_PG_SETTINGS, ...options.pg }
+  // TLS as the URL asks for it (sslmode, sslrootcert; pg-tls.ts), on every connection.
+  const connection = pgConnection(options.url)
   const pool = new pg.Pool({
-    connectionString: options.url,
+    ...connection,
     max: settings.poolSize,
     connectionTimeoutMillis: settings.connectTimeoutMs,
     idleTimeoutMillis: settings.idleTimeoutMs,
@@ -217,7 +243,7 @@ function openPostgres(options: StoreOptions): Store {
   // is waiting (say, on a lock), a cancel queued behind them would never run.
   const cancelBackend = async (pid: number) => {
     const client = new pg.Client({
-      connectionString: options.url,
+      ...connection,
       connectionTimeoutMillis: settings.connectTimeoutMs,
     })
     client.on('error', () => {})
@@ -239,7 +265,7 @@ function openPostgres(options: StoreOptions): Store {
     channel,
     start: () => {
       listener = new PgRightsListener(rights, {
-        url: options.url,
+        connection,
         channel,
         connectTimeoutMs: settings.connectTimeoutMs,
         onError,

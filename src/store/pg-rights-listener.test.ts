@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { until } from '../../test/helpers/rights.js'
 import { TEST_PG_URL, testDialect } from '../../test/helpers/store.js'
 import { PgRightsListener } from './pg-rights-listener.js'
+import { pgConnection } from './pg-tls.js'
 import { RightsFeed } from './rights-feed.js'
 
 /**
@@ -53,7 +54,7 @@ describe.runIf(testDialect === 'postgres')('PgRightsListener (postgres)', () => 
     const feed = new RightsFeed({ trusted: false, channel: 'coffer_rights_listener_test' })
     const errors: Error[] = []
     const listener = new PgRightsListener(feed, {
-      url: proxy.url,
+      connection: pgConnection(proxy.url),
       channel: 'coffer_rights_listener_test',
       connectTimeoutMs: 1000,
       onError: (e) => errors.push(e),
@@ -72,7 +73,7 @@ describe.runIf(testDialect === 'postgres')('PgRightsListener (postgres)', () => 
     const feed = new RightsFeed({ trusted: false, channel: 'coffer_rights_listener_test' })
     const errors: Error[] = []
     const listener = new PgRightsListener(feed, {
-      url: proxy.url,
+      connection: pgConnection(proxy.url),
       channel: 'coffer_rights_listener_test',
       connectTimeoutMs: 1000,
       onError: (e) => errors.push(e),

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
 import type { RightsFeed } from './rights-feed.js'
 
@@ -13,7 +14,8 @@ export const LISTENER_RETRY_MAX_MS = 5000
 export const LISTENER_HEARTBEAT_MS = 1000
 
 export interface RightsListenerOptions {
-  url: string
+  /** The pool's connection string and TLS option (pg-tls.ts). */
+  connection: { connectionString: string; ssl: false | ConnectionOptions }
   channel: string
   connectTimeoutMs: number
   applicationName?: string
@@ -57,7 +59,7 @@ export class PgRightsListener {
   async #connect(): Promise<void> {
     if (this.#closed) return
     const client = new pg.Client({
-      connectionString: this.options.url,
+      ...this.options.connection,
       connectionTimeoutMillis: this.options.connectTimeoutMs,
       keepAlive: true,
       ...(this.options.applicationName ? { application_name: this.options.applicationName } : {}),

@@ -18,6 +18,8 @@ export interface ReadPoolOptions {
   workerUrl?: URL
   /** After its workers failed to start, how long reads are refused before a fresh start. */
   retryMs?: number
+  /** The file key of an encrypted file (sqlite-cipher.ts): each worker's connection uses it. */
+  key?: Buffer
 }
 
 /** How long a pool whose workers could not start refuses reads before trying again. */
@@ -79,9 +81,11 @@ export class ReadPool {
 
   #start(): Piscina<readonly ReadQuery[], ReadOutcome> {
     const { filename, execArgv } = workerModule(this.options.workerUrl)
+    // The key reaches the threads of this process only (worker data is copied in memory).
     const data: ReadWorkerData = {
       file: this.options.file,
       busyTimeoutMs: this.options.busyTimeoutMs,
+      ...(this.options.key ? { keyHex: this.options.key.toString('hex') } : {}),
     }
     const pool = new Piscina<readonly ReadQuery[], ReadOutcome>({
       filename,

@@ -1,5 +1,6 @@
 import { workerData } from 'node:worker_threads'
-import SQLite from 'better-sqlite3'
+import SQLite from 'better-sqlite3-multiple-ciphers'
+import { applySqliteKey } from './sqlite-cipher.js'
 import { cachingDatabase } from './statement-cache.js'
 
 /**
@@ -10,6 +11,8 @@ import { cachingDatabase } from './statement-cache.js'
 export interface ReadWorkerData {
   file: string
   busyTimeoutMs: number
+  /** The file key (hex) of an encrypted file; absent: a plaintext file. */
+  keyHex?: string
 }
 
 /** One compiled statement: SQL text and its parameters, as Kysely compiles them. */
@@ -18,10 +21,14 @@ export interface ReadQuery {
   parameters: readonly unknown[]
 }
 
-const { file, busyTimeoutMs } = workerData as ReadWorkerData
+const { file, busyTimeoutMs, keyHex } = workerData as ReadWorkerData
 // readonly + query_only: this connection can never write, whatever SQL it is handed.
 const database = new SQLite(file, { readonly: true, fileMustExist: true })
+// The busy timeout first: the key check reads the schema, which may wait on the writer.
 database.pragma(`busy_timeout = ${busyTimeoutMs}`)
+applySqliteKey(database, keyHex === undefined ? undefined : Buffer.from(keyHex, 'hex'), file)
+// As on the main connection: no sort or temporary table spills to an unencrypted temp file.
+if (keyHex !== undefined) database.pragma('temp_store = MEMORY')
 database.pragma('query_only = ON')
 const statements = cachingDatabase(database)
 

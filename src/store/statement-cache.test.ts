@@ -1,4 +1,4 @@
-import SQLite from 'better-sqlite3'
+import SQLite from 'better-sqlite3-multiple-ciphers'
 import { Kysely, SqliteDialect, sql } from 'kysely'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { cachingDatabase, DEFAULT_STATEMENT_CACHE } from './statement-cache.js'

@@ -1,9 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { cofferFails, runCoffer } from '../helpers/processes.js'
+import { cofferFails, openCofferSqliteFile, runCoffer } from '../helpers/processes.js'
 
 /**
  * The audit trail from the command line (issue 13): data-changing commands leave events,
@@ -16,7 +15,7 @@ let env: Record<string, string>
 let accountId: string
 let adminId: string
 
-const db = () => new SQLite(join(dir, 'coffer.db'))
+const db = () => openCofferSqliteFile(join(dir, 'coffer.db'))
 const events = (account: string) =>
   db()
     .prepare('select * from audit_events where account_id = ? order by seq')

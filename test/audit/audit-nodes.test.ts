@@ -19,7 +19,7 @@ import {
   type TestApp,
 } from '../helpers/app.js'
 import { assertDescribed, type ResponseWatch, watchResponses } from '../helpers/openapi-harness.js'
-import { TEST_PG_URL, testDialect } from '../helpers/store.js'
+import { openTestSqliteStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
  * Two nodes on one database (issue 13, part 1): each appends to the same account's chain
@@ -46,7 +46,7 @@ beforeAll(async () => {
           ).rows[0]?.s as string,
           pg: { poolSize: 4 },
         })
-      : openStore({ url: join(folder, 'coffer.db') })
+      : openTestSqliteStore(join(folder, 'coffer.db'))
   const deps = createDeps(store, {
     masterKey,
     blobStore: new FsBlobStore(join(folder, 'blobs')),

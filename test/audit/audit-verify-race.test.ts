@@ -8,7 +8,7 @@ import { pruneAudit } from '../../src/audit/retention.js'
 import { type VerifyReport, verifyChains } from '../../src/audit/verify.js'
 import { AuditWriter } from '../../src/audit/writer.js'
 import { openStore, type Store } from '../../src/store/db.js'
-import { openTestStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
+import { openTestSqliteStore, openTestStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
  * `coffer audit verify` against the retention pruner at the same time (issue 13): two store
@@ -66,7 +66,7 @@ beforeAll(async () => {
             .rows[0]?.s as string,
           pg: { poolSize: 2 },
         })
-      : openStore({ url: join(folder, 'coffer.db') })
+      : openTestSqliteStore(join(folder, 'coffer.db'))
   const writer = new AuditWriter(pruning.db, pruning.dialect)
   // A batch at a time: the chain's order is the events' time order (the PostgreSQL group
   // commit's concurrent flushes could place a later batch first).

@@ -3,13 +3,17 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
+import SQLite from 'better-sqlite3-multiple-ciphers'
 import pg from 'pg'
 import { MasterKey } from '../../src/crypto/master-key.js'
+import { MasterKeySet } from '../../src/crypto/master-key-set.js'
 import type { AccountCredentials } from '../../src/modules/accounts/accounts.service.js'
-import { openStore, type Store } from '../../src/store/db.js'
+import { fileKeyFor } from '../../src/modules/keys/file-key.js'
+import { isPostgresUrl, openStore, type Store } from '../../src/store/db.js'
+import { applySqliteKey } from '../../src/store/sqlite-cipher.js'
 import { TEST_PG_URL, testDialect } from './store.js'
 
 /** The repository's root: where `src/` and `node_modules/` are, whatever the working directory. */
@@ -172,12 +176,47 @@ export async function sharedDatabase(): Promise<SharedDatabase> {
     masterKey,
     dataDir,
     // The same URL the servers get: the SQLite file, or PostgreSQL with the schema in `options`.
-    open: () => openStore({ url, pg: { poolSize: 3 } }),
+    open: () => openCofferStore(url, masterKey, { pg: { poolSize: 3 } }),
     drop: async () => {
       await dropSchema()
       for (const d of dirs) rmSync(d, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * A store of the test process on the database `coffer` processes use: a SQLite file is opened
+ * with its file key, unwrapped from the key file beside it (made now if the file is new, as a
+ * process would) by the master key given — or the key file `master.key` beside the database
+ * (the data folder's default).
+ */
+export function openCofferStore(
+  url: string,
+  masterKey?: MasterKey,
+  options: Omit<Parameters<typeof openStore>[0], 'url' | 'sqliteKey'> = {},
+): Store {
+  if (isPostgresUrl(url) || url === ':memory:') return openStore({ ...options, url })
+  const key =
+    masterKey ?? MasterKey.fromBase64(readFileSync(join(dirname(url), 'master.key'), 'utf8'))
+  return openStore({ ...options, url, sqliteKey: fileKeyFor(url, new MasterKeySet(key)) })
+}
+
+/** A raw connection to the SQLite file of a `coffer` data folder (keyed as openCofferStore). */
+export function openCofferSqliteFile(
+  url: string,
+  options: SQLite.Options = {},
+  masterKey?: MasterKey,
+): SQLite.Database {
+  const key =
+    masterKey ?? MasterKey.fromBase64(readFileSync(join(dirname(url), 'master.key'), 'utf8'))
+  const db = new SQLite(url, options)
+  try {
+    applySqliteKey(db, fileKeyFor(url, new MasterKeySet(key)), url)
+  } catch (error) {
+    db.close()
+    throw error
+  }
+  return db
 }
 
 /**

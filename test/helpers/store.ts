@@ -1,11 +1,40 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { resolve } from 'node:path'
+import SQLite from 'better-sqlite3-multiple-ciphers'
 import pg from 'pg'
 import { openStore, type Store } from '../../src/store/db.js'
 import { migrateToLatest } from '../../src/store/migrate.js'
+import { applySqliteKey } from '../../src/store/sqlite-cipher.js'
 
 /** `TEST_DATABASE=postgres` runs the same suite on a real PostgreSQL server. */
 export const testDialect = process.env.TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite'
 export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/**
+ * The file key of a SQLite file a test process makes itself (not through `coffer`, which keeps
+ * it in a key file beside the database): fixed per path, so every connection a test opens on
+ * the file — stores, second nodes, raw connections — agrees without passing it around.
+ */
+export function testSqliteKey(file: string): Buffer {
+  return createHash('sha256')
+    .update(`coffer test sqlite key\n${resolve(file)}`)
+    .digest()
+}
+
+/** A store on a test's own SQLite file, encrypted as production files are (not migrated). */
+export function openTestSqliteStore(
+  file: string,
+  options: Omit<Parameters<typeof openStore>[0], 'url' | 'sqliteKey'> = {},
+): Store {
+  return openStore({ ...options, url: file, sqliteKey: testSqliteKey(file) })
+}
+
+/** A raw connection to a test's own SQLite file (another session, a tamperer, a reader). */
+export function openTestSqliteFile(file: string, options: SQLite.Options = {}): SQLite.Database {
+  const db = new SQLite(file, options)
+  applySqliteKey(db, testSqliteKey(file), file)
+  return db
+}
 
 /**
  * A migrated, empty store: in-memory SQLite (or this file: tests that read the bytes on disk), or
@@ -24,6 +53,7 @@ export async function openTestStore(
   if (testDialect === 'sqlite') {
     const store = openStore({
       url: options.sqliteFile ?? ':memory:',
+      ...(options.sqliteFile ? { sqliteKey: testSqliteKey(options.sqliteFile) } : {}),
       ...(options.sqliteReadWorkers !== undefined
         ? { sqliteReadWorkers: options.sqliteReadWorkers }
         : {}),

@@ -1,12 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildConsentTestApp, type ConsentTestApp, emailQuery } from '../helpers/consent.js'
-import { TEST_PG_URL, testDialect } from '../helpers/store.js'
+import { openTestSqliteFile, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
  * Issue 12, points 1 and 2 on the consent listener: a database that is locked past the
@@ -31,7 +30,7 @@ describe(`consent API when the database stalls (${testDialect})`, () => {
   /** Another session or process holds the lock a new consent record needs, until released. */
   async function lockRecords(): Promise<() => Promise<void>> {
     if (testDialect === 'sqlite') {
-      const other = new SQLite(join(dir, 'coffer.db'))
+      const other = openTestSqliteFile(join(dir, 'coffer.db'))
       other.exec('begin immediate')
       return async () => {
         other.exec('rollback')

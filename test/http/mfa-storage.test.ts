@@ -9,7 +9,6 @@ import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { createDeps } from '../../src/deps.js'
 import { ManualClock } from '../../src/lib/clock.js'
-import { openStore } from '../../src/store/db.js'
 import { migrateToLatest } from '../../src/store/migrate.js'
 import {
   Api,
@@ -27,7 +26,8 @@ import {
   STEP_MS,
   startEnrollment,
 } from '../helpers/mfa.js'
-import { testDialect } from '../helpers/store.js'
+import { decryptSqlcipherFile } from '../helpers/sqlcipher.js'
+import { openTestSqliteStore, testDialect, testSqliteKey } from '../helpers/store.js'
 
 const PASSWORD = 'correct horse battery'
 const tempDirs: string[] = []
@@ -72,7 +72,7 @@ describe('MFA secrets at rest', () => {
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'coffer-mfa-scan-'))
       tempDirs.push(dir)
-      const store = openStore({ url: join(dir, 'coffer.db') })
+      const store = openTestSqliteStore(join(dir, 'coffer.db'))
       await migrateToLatest(store.db)
       const clock = new ManualClock('2026-03-01T00:00:10.000Z')
       const deps = createDeps(store, {
@@ -92,9 +92,16 @@ describe('MFA secrets at rest', () => {
       const open = readAll(dir)
       expect([...open.keys()].some((f) => f.endsWith('coffer.db-wal'))).toBe(true)
       expect(hits(open, [enrolled.secret, pending])).toEqual([])
-      // The scan sees plaintext where plaintext is expected: usernames.
-      const seen = [...open.values()].some((b) => b.includes(Buffer.from(enrolled.username)))
-      expect(seen).toBe(true)
+      // The whole file is encrypted (issue 22): not even the username shows in the raw bytes.
+      const name = Buffer.from(enrolled.username)
+      expect([...open.values()].some((b) => b.includes(name))).toBe(false)
+      // Whoever holds the file key sees the pages: the username, never the MFA secrets (they are
+      // keyring ciphertexts), so the scan does see what is there.
+      await sql`pragma wal_checkpoint(TRUNCATE)`.execute(store.db)
+      const file = join(dir, 'coffer.db')
+      const pages = new Map([[file, decryptSqlcipherFile(file, testSqliteKey(file))]])
+      expect(pages.get(file)?.includes(name)).toBe(true)
+      expect(hits(pages, [enrolled.secret, pending])).toEqual([])
       // Written, not lost: the secret still verifies codes.
       const ok = await login(t, {
         account_id: admin.account_id,

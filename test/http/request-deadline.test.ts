@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,7 +10,7 @@ import type { SchemaField } from '../../src/indexing/index-values.js'
 import { b64, basicHeader } from '../helpers/app.js'
 import { insertSchema } from '../helpers/search-fixtures.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
-import { TEST_PG_URL, testDialect } from '../helpers/store.js'
+import { openTestSqliteFile, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
  * Issue 12, point 2: a request whose database work runs past COFFER_REQUEST_TIMEOUT_MS answers
@@ -109,7 +108,7 @@ describe.skipIf(testDialect !== 'sqlite')('database locked by another process (S
   })
 
   it('answers 503 with Retry-After, writes nothing, and serves once the lock is gone', async () => {
-    const other = new SQLite(join(dir, 'coffer.db'))
+    const other = openTestSqliteFile(join(dir, 'coffer.db'))
     other.exec('begin immediate')
     const name = `v-${randomUUID()}`
     try {

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import SQLite from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { newId } from '../../src/lib/ids.js'
 import * as usersRepo from '../../src/modules/users/users.repo.js'
 import { basicHeader, buildTestApp, createUser, errorOf, type TestApp } from '../helpers/app.js'
+import { openCofferSqliteFile } from '../helpers/processes.js'
 import { testDialect } from '../helpers/store.js'
 
 /**
@@ -411,7 +411,7 @@ describe.skipIf(testDialect !== 'sqlite')('first start', () => {
       timeout: 20_000,
     })
     await expect(started).rejects.toMatchObject({ code: 1 })
-    const db = new SQLite(join(dir, 'coffer.db'), { readonly: true })
+    const db = openCofferSqliteFile(join(dir, 'coffer.db'), { readonly: true })
     try {
       expect(db.prepare('select count(*) as n from accounts').get()).toEqual({ n: 0 })
     } finally {

@@ -22,7 +22,7 @@ import {
 } from '../helpers/app.js'
 import { assertDescribed, type ResponseWatch, watchResponses } from '../helpers/openapi-harness.js'
 import { notificationsDelivered } from '../helpers/rights.js'
-import { TEST_PG_URL, testDialect } from '../helpers/store.js'
+import { openTestSqliteStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
  * Two nodes on one database (issue 13, part 2): each has its own connections and its own
@@ -52,7 +52,7 @@ async function secondNode(first: TestApp) {
           ).rows[0]?.s as string,
           pg: { poolSize: 2 },
         })
-      : openStore({ url: join(folder, 'coffer.db') })
+      : openTestSqliteStore(join(folder, 'coffer.db'))
   const deps = createDeps(store, {
     masterKey,
     blobStore: new FsBlobStore(join(folder, 'blobs')),

@@ -8,7 +8,7 @@ import { QueryStopped } from '../../src/store/bounded-query.js'
 import { BoundedReads, ReadsBusy } from '../../src/store/bounded-reads.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import { ReadPool, ReadPoolUnavailable } from '../../src/store/read-pool.js'
-import { testDialect } from '../helpers/store.js'
+import { openTestSqliteStore, testDialect } from '../helpers/store.js'
 
 /**
  * The SQLite read pool (issue 14) on a real file: worker threads with read-only connections run
@@ -37,7 +37,8 @@ describe.skipIf(testDialect !== 'sqlite')('SQLite read pool', () => {
   const count = () => compile(sql`select count(*) as n from t`)
 
   beforeAll(async () => {
-    store = openStore({ url: join(dir, 'pool.db'), sqliteReadWorkers: 2 })
+    // Encrypted, as `coffer serve` opens it: each worker's read-only connection needs the key.
+    store = openTestSqliteStore(join(dir, 'pool.db'), { sqliteReadWorkers: 2 })
     await sql`create table t (x integer)`.execute(store.db)
   })
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { FsBlobStore } from '../../blob/fs-blob-store.js'
 import { openStore, type StoreOptions } from '../../store/db.js'
 import type { Executor } from '../../store/executor.js'
 import { migrateTo, migrateToLatest } from '../../store/migrate.js'
+import { SQLITE_FILE_KEY_BYTES } from '../../store/sqlite-cipher.js'
 import type { Scratch } from './backup-verify.js'
 import { createSchema, currentSchema, dropSchema } from './snapshot.repo.js'
 
@@ -23,7 +24,12 @@ export async function scratchFor(
   const blobStore = new FsBlobStore(join(dir, 'blobs'))
   const removeDir = () => rm(dir, { recursive: true, force: true })
   if (database === 'sqlite') {
-    const store = openStore({ url: join(dir, 'scratch.db'), sqliteReadWorkers: 0 })
+    // Encrypted under a throwaway key, never kept: nothing of the backup lands in clear on disk.
+    const store = openStore({
+      url: join(dir, 'scratch.db'),
+      sqliteReadWorkers: 0,
+      sqliteKey: randomBytes(SQLITE_FILE_KEY_BYTES),
+    })
     return scratch(store, blobStore, async () => {
       await store.close()
       await removeDir()

@@ -1,17 +1,9 @@
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { Config } from '../../config.js'
 import { MasterKey } from '../../crypto/master-key.js'
 import { MasterKeySet } from '../../crypto/master-key-set.js'
+import { syncFolder, writeSecretFile } from '../../lib/durable-file.js'
 import { dataKeyStore } from '../../store/data-keys.repo.js'
 import type { Store } from '../../store/db.js'
 
@@ -86,31 +78,4 @@ export function writePreviousKeysFile(path: string, keys: readonly MasterKey[]):
 export function removePreviousKeysFile(path: string): void {
   rmSync(path, { force: true })
   syncFolder(dirname(path))
-}
-
-function writeSecretFile(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.tmp`
-  rmSync(temp, { force: true })
-  const fd = openSync(temp, 'wx', 0o600)
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(temp, path)
-  syncFolder(dirname(path))
-}
-
-/** Makes a rename or removal in the folder durable (a no-op where folders cannot be opened). */
-function syncFolder(folder: string): void {
-  let fd: number | undefined
-  try {
-    fd = openSync(folder, 'r')
-    fsyncSync(fd)
-  } catch {
-    // Some platforms refuse fsync on a directory; the rename itself is still atomic.
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
 }

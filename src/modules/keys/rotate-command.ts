@@ -5,6 +5,7 @@ import { MasterKeySet } from '../../crypto/master-key-set.js'
 import { systemClock } from '../../lib/clock.js'
 import { dataKeyStore } from '../../store/data-keys.repo.js'
 import type { Store } from '../../store/db.js'
+import { rewrapFileKey } from './file-key.js'
 import {
   loadMasterKey,
   type MasterKeyConfig,
@@ -16,6 +17,8 @@ import { type RotationProgress, type RotationReport, rotateMasterKey } from './r
 
 export interface RotateCommandConfig extends MasterKeyConfig {
   newMasterKey: string | undefined
+  /** The SQLite file whose key file is re-wrapped too (PostgreSQL: none). */
+  databaseUrl: string
 }
 
 export interface RotateCommandResult extends RotationReport {
@@ -25,7 +28,12 @@ export interface RotateCommandResult extends RotationReport {
   key_file?: string
   /** Names of the previous-keys file while it is still needed. */
   previous_keys_file?: string
-  /** True when no data key is wrapped by another key than the current one any more. */
+  /**
+   * The SQLite file key (store/sqlite-file-key.ts): re-wrapped under the current key by this
+   * run, already under it, or no key file (PostgreSQL, `:memory:`).
+   */
+  file_key: 'rewrapped' | 'current' | 'none'
+  /** True when neither a data key nor the file key is wrapped by another key than the current. */
   previousMayBeRetired: boolean
   message: string
 }
@@ -78,6 +86,9 @@ export async function runKeyRotation(
   // Before any file is written: every data key must open with the keys in hand.
   await new Keyring(keys, dataKeyStore(store.db), systemClock).assertUnlocks()
   if (writeFiles) moveKeyFile(config, keys)
+  // One small file, replaced crash-safely: the database itself is never rewritten. Before the
+  // data keys, so a run that stops halfway has nothing left to do here when resumed.
+  const fileKey = store.dialect === 'sqlite' ? rewrapFileKey(config.databaseUrl, keys) : 'none'
   const report = await rewrap(() => rotateMasterKey(store, keys, options))
   const retired = report.notUnderCurrent === 0
   if (onKeyFile && retired) removePreviousKeysFile(config.masterKeyPreviousFile)
@@ -87,6 +98,7 @@ export async function runKeyRotation(
     mode,
     ...(onKeyFile ? { key_file: config.masterKeyFile } : {}),
     ...(onKeyFile && !retired ? { previous_keys_file: config.masterKeyPreviousFile } : {}),
+    file_key: fileKey,
     previousMayBeRetired: retired,
     message: retired
       ? 'every data key is wrapped by the current master key: the previous key may be retired'
