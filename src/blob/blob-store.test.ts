@@ -130,13 +130,18 @@ describe('FsBlobStore', () => {
     const source = new PassThrough()
     const putting = store.put(key, source)
     source.write(Buffer.alloc(1000, 1))
-    await new Promise((resolve) => setTimeout(resolve, 20))
     const listed = async () => {
       const found: string[] = []
       for await (const o of store.list(prefix)) found.push(o.key)
       return found
     }
-    expect(await filesUnder(path.dirname(store.pathFor(key)))).toHaveLength(1)
+    // The upload's temp file exists (however slowly the machine gets there).
+    const folder = path.dirname(store.pathFor(key))
+    const tempFiles = () => filesUnder(folder).catch(() => [] as string[])
+    for (let i = 0; i < 250 && (await tempFiles()).length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(await tempFiles()).toHaveLength(1)
     expect(await listed()).toEqual([])
     source.end()
     await putting
