@@ -14,7 +14,7 @@ export const SQLITE_CIPHER = Object.freeze({ cipher: 'sqlcipher', legacy: 4, pag
 /**
  * Page cache of each connection to an encrypted file, in KiB (SQLite's default here: 16 000).
  * A page read from the file is decrypted (AES-256-CBC in software: the package is built without
- * AES-NI) and its HMAC checked, about 20 times the cost of a plaintext page read from the OS
+ * AES-NI) and its HMAC checked, about six times the cost of a plaintext page read from the OS
  * cache; a page in SQLite's cache is already decrypted. 64 MiB per connection keeps the working
  * set of most vaults decrypted (the main connection and each search worker have their own), so
  * reads keep their speed (decisions.md 228). It is an upper bound: memory is taken as pages are
