@@ -11,17 +11,20 @@ ARG NODE_VERSION=22
 
 # --- production node_modules ---------------------------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS deps
-# Only used when better-sqlite3 has no prebuilt binary for this platform (node-gyp fallback).
+# Only used when better-sqlite3-multiple-ciphers has no prebuilt binary for this platform
+# (node-gyp fallback).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: no dependency runs code at install, and our `prepare` (tsc) is skipped
-# (no sources here, no TypeScript in a production install). better-sqlite3 is the one package
-# whose install script is needed (package.json "allowScripts"): it fetches or builds its binary.
+# (no sources here, no TypeScript in a production install). better-sqlite3-multiple-ciphers (the
+# encrypted SQLite every connection uses) is the one package whose install script is needed
+# (package.json "allowScripts"): it fetches or builds its binary. Plain better-sqlite3 is loaded
+# by no code of the server (the tests read files with it), so its binary is not built.
 RUN npm ci --omit=dev --ignore-scripts \
- && npm rebuild better-sqlite3 \
+ && npm rebuild better-sqlite3-multiple-ciphers \
  && npm cache clean --force
 
 # --- build: dist/ from src/, and the console's build dist/console from console/ ------------

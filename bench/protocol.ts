@@ -134,6 +134,11 @@ export const ENV = {
   loginLimits: 'COFFER_BENCH_LOGIN_LIMITS',
   /** The Coffer child: `off` runs it without the audit trail (the audit on/off pair). */
   audit: 'COFFER_BENCH_AUDIT',
+  /**
+   * SQLite children: `off` keeps the database file in plaintext (the crypt on/off pair); by
+   * default it is encrypted with a random file key, as `coffer serve` does.
+   */
+  sqliteEncryption: 'COFFER_BENCH_SQLITE_ENCRYPTION',
 } as const
 
 /** Only the parent sets these for a child: values inherited from the user's shell are dropped. */

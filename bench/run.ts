@@ -28,6 +28,12 @@
  * BENCH_AUDIT_ROUNDS alternating pairs (default 3); each pair's on/off ratio and their median.
  * BENCH_CPU_PROF_DIR: every server child writes a V8 CPU profile there when it stops.
  *
+ * The crypt pair (BENCH_PARTS `crypt`, SQLite only; bench/crypt.ts): reads and the document
+ * create with the SQLite file in plaintext, then encrypted (as `coffer serve` keeps it), plus two
+ * search queries on BENCH_CRYPT_SEARCH_DOCUMENTS documents (default 10000), in
+ * BENCH_CRYPT_ROUNDS alternating pairs (default 3); each pair's on/off ratio and their median.
+ * Every other part runs its SQLite children encrypted.
+ *
  * Then the login flood (bench/login-flood.ts, BENCH_PARTS `flood`): document-read and 2 MiB
  * BLOB-download p99, idle and during BENCH_FLOOD_CONNECTIONS (default 100) connections of bad
  * logins with random usernames and addresses, with the login limits on and lifted, in
@@ -53,6 +59,7 @@ import {
   consentRounds,
   runConsentBench,
 } from './consent.js'
+import { runCryptPair } from './crypt.js'
 import { envNumber, type Load, runScenario } from './load.js'
 import {
   type FloodVariant,
@@ -129,16 +136,24 @@ async function runBlobs(
   }
 }
 
-const PARTS = ['http', 'blobs', 'search', 'consent', 'flood', 'audit'] as const
+const PARTS = ['http', 'blobs', 'search', 'consent', 'flood', 'audit', 'crypt'] as const
 
 /**
- * BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, `flood`, `audit`, comma-separated
- * (default all).
+ * BENCH_PARTS: any of `http`, `blobs`, `search`, `consent`, `flood`, `audit`, `crypt`,
+ * comma-separated (default all; `crypt` is skipped on PostgreSQL).
  */
 function benchParts(): Record<(typeof PARTS)[number], boolean> {
   const raw = (process.env.BENCH_PARTS ?? '').trim()
   if (raw === '')
-    return { http: true, blobs: true, search: true, consent: true, flood: true, audit: true }
+    return {
+      http: true,
+      blobs: true,
+      search: true,
+      consent: true,
+      flood: true,
+      audit: true,
+      crypt: true,
+    }
   const parts = raw.split(',').map((p) => p.trim())
   const unknown = parts.filter((p) => !(PARTS as readonly string[]).includes(p))
   if (unknown.length > 0) throw new Error(`BENCH_PARTS takes ${PARTS.join(', ')} (got ${raw})`)
@@ -149,6 +164,7 @@ function benchParts(): Record<(typeof PARTS)[number], boolean> {
     consent: parts.includes('consent'),
     flood: parts.includes('flood'),
     audit: parts.includes('audit'),
+    crypt: parts.includes('crypt'),
   }
 }
 
@@ -291,6 +307,10 @@ async function main(): Promise<number> {
 
   if (parts.audit) {
     process.stdout.write(`\n${(await runAuditPair(pgUrl, load, warmupS, record)).join('\n')}\n`)
+  }
+
+  if (parts.crypt && !pgUrl) {
+    process.stdout.write(`\n${(await runCryptPair(load, warmupS, record)).join('\n')}\n`)
   }
 
   const database = pgUrl

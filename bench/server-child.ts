@@ -67,6 +67,8 @@ async function openBenchStore(): Promise<Store> {
     ? openStore({ url: pgUrl, pgSchema: required(ENV.pgSchema) })
     : openStore({
         url: join(required(ENV.dataDir), 'coffer.db'),
+        // Encrypted as `coffer serve` encrypts it (issue 22), unless the crypt pair's "off" half.
+        ...(process.env[ENV.sqliteEncryption] === 'off' ? {} : { sqliteKey: randomBytes(32) }),
         // The same setting as `coffer serve` (0: searches inline, the stall baseline).
         ...(process.env.COFFER_SEARCH_WORKERS
           ? { sqliteReadWorkers: Number(process.env.COFFER_SEARCH_WORKERS) }

@@ -56,6 +56,8 @@ export interface CofferOptions {
   loginLimits?: 'on' | 'off' | undefined
   /** `off`: no audit trail (the audit on/off pair of BENCH_PARTS `audit`). */
   audit?: 'on' | 'off' | undefined
+  /** `off`: a plaintext SQLite file (the crypt on/off pair of BENCH_PARTS `crypt`). */
+  sqliteEncryption?: 'on' | 'off' | undefined
 }
 
 /**
@@ -69,6 +71,7 @@ export async function startCofferServer(
   const env: Record<string, string> = {}
   if (options.loginLimits === 'off') env[ENV.loginLimits] = 'off'
   if (options.audit === 'off') env[ENV.audit] = 'off'
+  if (options.sqliteEncryption === 'off') env[ENV.sqliteEncryption] = 'off'
   if (s3) {
     Object.assign(env, {
       [ENV.s3Endpoint]: s3.url,
@@ -97,6 +100,7 @@ export async function startSearchServer(
   pgUrl: string | undefined,
   startTimeoutMs: number,
   secondVaultDocuments = 0,
+  sqliteEncryption: 'on' | 'off' = 'on',
 ): Promise<ServerHandle<SearchServerInfo> & { settle(): Promise<void> }> {
   // On PostgreSQL the work of abandoned requests goes on in the server's sessions: they are
   // found by this application_name (node-postgres reads PGAPPNAME).
@@ -106,6 +110,7 @@ export async function startSearchServer(
     {
       [ENV.searchDocuments]: String(documents),
       [ENV.searchSecondVault]: String(secondVaultDocuments),
+      ...(sqliteEncryption === 'off' ? { [ENV.sqliteEncryption]: 'off' } : {}),
       ...(pgUrl ? { PGAPPNAME: appName } : {}),
     },
     pgUrl,

@@ -56,6 +56,19 @@ describe('config: COFFER_DATABASE_URL', () => {
   })
 })
 
+describe('config: TLS to PostgreSQL in COFFER_DATABASE_URL (issue 22)', () => {
+  it('takes the libpq modes and refuses a fallback to clear text at start', () => {
+    for (const mode of ['disable', 'require', 'verify-ca', 'verify-full'])
+      expect(problemsOf({ COFFER_DATABASE_URL: `${PG}?sslmode=${mode}` }), mode).toEqual([])
+    expect(problemsOf({ COFFER_DATABASE_URL: `${PG}?sslmode=prefer` })).toEqual([
+      'COFFER_DATABASE_URL: sslmode=prefer may fall back to a connection in clear, which Coffer does not do: use sslmode=require, verify-ca or verify-full (or disable)',
+    ])
+    expect(problemsOf({ COFFER_DATABASE_URL: `${PG}?sslmode=verify-full&sslkey=/k` })).toEqual([
+      'COFFER_DATABASE_URL: sslkey (client certificates) is not supported; authenticate with a password over sslmode=verify-full',
+    ])
+  })
+})
+
 describe('config: BLOB store settings', () => {
   it('defaults to the blobs/ folder of the data folder, chosen implicitly', () => {
     const c = loadConfig({ COFFER_DATA_DIR: DATA })

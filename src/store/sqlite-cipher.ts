@@ -11,6 +11,17 @@ import type SQLite from 'better-sqlite3-multiple-ciphers'
  */
 export const SQLITE_CIPHER = Object.freeze({ cipher: 'sqlcipher', legacy: 4, pageSize: 4096 })
 
+/**
+ * Page cache of each connection to an encrypted file, in KiB (SQLite's default here: 16 000).
+ * A page read from the file is decrypted (AES-256-CBC in software: the package is built without
+ * AES-NI) and its HMAC checked, about six times the cost of a plaintext page read from the OS
+ * cache; a page in SQLite's cache is already decrypted. 64 MiB per connection keeps the working
+ * set of most vaults decrypted (the main connection and each search worker have their own), so
+ * reads keep their speed (decisions.md 228). It is an upper bound: memory is taken as pages are
+ * read.
+ */
+export const SQLITE_ENCRYPTED_CACHE_KIB = 64 * 1024
+
 /** Bytes of a file key (AES-256). */
 export const SQLITE_FILE_KEY_BYTES = 32
 
@@ -46,6 +57,7 @@ export function applySqliteKey(
     database.pragma(`cipher = '${SQLITE_CIPHER.cipher}'`)
     database.pragma(`legacy = ${SQLITE_CIPHER.legacy}`)
     database.pragma(`key = "${rawKeyLiteral(key)}"`)
+    database.pragma(`cache_size = -${SQLITE_ENCRYPTED_CACHE_KIB}`)
   }
   try {
     database.prepare('select count(*) from sqlite_schema').get()

@@ -242,7 +242,8 @@ describe('deploy recipe: image', () => {
     const runs = (stage: string) =>
       (byName.get(stage) ?? []).filter((i) => i.keyword === 'RUN').map((i) => i.args)
     expect(runs('deps').join(' ')).toContain('npm ci --omit=dev --ignore-scripts')
-    expect(runs('deps').join(' ')).toContain('npm rebuild better-sqlite3')
+    // the SQLite the server loads: the encrypted build (issue 22)
+    expect(runs('deps').join(' ')).toContain('npm rebuild better-sqlite3-multiple-ciphers')
     expect(runs('build')).toContain('npm run build')
     expect(instruction('COPY').map((i) => i.args)).toEqual([
       '--from=deps /app/node_modules ./node_modules',
