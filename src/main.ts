@@ -39,7 +39,7 @@ import {
 import { transportProblems } from './http/transport-guard.js'
 import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
-import { Metrics } from './metrics/prometheus.js'
+import type { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { CONSENT_USAGE, parseExportArgs, runConsentExport } from './modules/consent/consent-cli.js'
 import { loadConsentSecret } from './modules/consent/consent-secret.js'
@@ -145,7 +145,7 @@ async function start(
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
     masterKey: keys,
-    blobStore: options.blobStore ?? blobStoreFor(config),
+    blobStore: options.blobStore ?? (await blobStoreFor(config)),
     ...(meter ? { meter } : {}),
     providers: config.providers,
     hashingLimits: config.argon2,
@@ -239,7 +239,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   }
   const metricsConfig = config.operations.metrics
   const { blobStore, tls } = await checkBeforeWriting(config, mode)
-  const metrics = metricsFor(config)
+  const metrics = await metricsFor(config)
   const { store, deps } = await start(config, (obj, msg) => log(obj, msg), {
     withConsent: mode !== 'api',
     ...(metrics ? { meter: metrics.meter } : {}),
@@ -414,7 +414,7 @@ async function checkBeforeWriting(
       : []),
   ])
   const tls = await loadListenerTls(config, mode)
-  const blobStore = blobStoreFor(config)
+  const blobStore = await blobStoreFor(config)
   if (servesApi) {
     await checkBlobStoreAtStart(blobStore, blobStoreTarget(config), config.blobCheckTimeoutMs)
   }
@@ -434,10 +434,15 @@ function blobStoreTarget(config: Config): BlobStoreTarget {
   }
 }
 
-/** Metrics are collected only when served: on their own port, or behind a token. */
-function metricsFor(config: Config): Metrics | undefined {
+/**
+ * Metrics are collected only when served: on their own port, or behind a token. prom-client is
+ * loaded only then.
+ */
+async function metricsFor(config: Config): Promise<Metrics | undefined> {
   const m = config.operations.metrics
-  return m.port !== undefined || m.token !== undefined ? new Metrics() : undefined
+  if (m.port === undefined && m.token === undefined) return undefined
+  const { Metrics } = await import('./metrics/prometheus.js')
+  return new Metrics()
 }
 
 function listenAddress(app: FastifyInstance): string {

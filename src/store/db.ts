@@ -3,10 +3,10 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
+import { pgModule } from './pg-module.js'
 import { PgRightsListener } from './pg-rights-listener.js'
 import { enableDirectReads } from './precompiled.js'
 import { ReadPool } from './read-pool.js'
@@ -193,6 +193,7 @@ function sqliteDialect(
 
 function openPostgres(options: StoreOptions): Store {
   const settings = { ...DEFAULT_PG_SETTINGS, ...options.pg }
+  const pg = pgModule()
   const pool = new pg.Pool({
     connectionString: options.url,
     max: settings.poolSize,

@@ -1,4 +1,5 @@
-import pg from 'pg'
+import type pg from 'pg'
+import { pgModule } from './pg-module.js'
 import type { RightsFeed } from './rights-feed.js'
 
 /** First wait before reconnecting the listener, doubled per failure up to the second bound. */
@@ -56,7 +57,7 @@ export class PgRightsListener {
 
   async #connect(): Promise<void> {
     if (this.#closed) return
-    const client = new pg.Client({
+    const client = new (pgModule().Client)({
       connectionString: this.options.url,
       connectionTimeoutMillis: this.options.connectTimeoutMs,
       keepAlive: true,
