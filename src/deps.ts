@@ -1,7 +1,6 @@
 import { AuditWriter } from './audit/writer.js'
 import type { BlobStore } from './blob/blob-store.js'
 import { FsBlobStore } from './blob/fs-blob-store.js'
-import { S3BlobStore } from './blob/s3-blob-store.js'
 import { type Config, DEFAULT_PROVIDERS, type ProviderConfig } from './config.js'
 import { Keyring } from './crypto/keyring.js'
 import type { MasterKey } from './crypto/master-key.js'
@@ -142,9 +141,14 @@ export interface DepsOptions {
 }
 
 /** The blob store the configuration names. */
-export function blobStoreFor(config: Config): BlobStore {
+/**
+ * The configured BLOB store. The S3 one (and the AWS SDK under it, megabytes of code) is loaded
+ * only when it is the one configured: a node on the file store never carries it in memory.
+ */
+export async function blobStoreFor(config: Config): Promise<BlobStore> {
   const s3 = config.s3
   if (config.blobStore === 's3' && s3) {
+    const { S3BlobStore } = await import('./blob/s3-blob-store.js')
     return new S3BlobStore({
       region: s3.region,
       bucket: s3.bucket,

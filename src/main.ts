@@ -40,7 +40,7 @@ import {
 import { transportProblems } from './http/transport-guard.js'
 import { isUuid } from './lib/ids.js'
 import type { Meter } from './metrics/meter.js'
-import { Metrics } from './metrics/prometheus.js'
+import type { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
 import { backupSummary, createBackup } from './modules/backup/backup-create.js'
 import {
@@ -246,7 +246,7 @@ async function start(
   const deps = createDeps(store, {
     ...(consent ? { consent } : {}),
     masterKey: keys,
-    blobStore: options.blobStore ?? blobStoreFor(config),
+    blobStore: options.blobStore ?? (await blobStoreFor(config)),
     ...(meter ? { meter } : {}),
     providers: config.providers,
     hashingLimits: config.argon2,
@@ -340,7 +340,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
   }
   const metricsConfig = config.operations.metrics
   const { blobStore, tls } = await checkBeforeWriting(config, mode)
-  const metrics = metricsFor(config)
+  const metrics = await metricsFor(config)
   const { store, deps, sqliteKey } = await start(config, (obj, msg) => log(obj, msg), {
     withConsent: mode !== 'api',
     ...(metrics ? { meter: metrics.meter } : {}),
@@ -583,7 +583,7 @@ async function checkBeforeWriting(
       : []),
   ])
   const tls = await loadListenerTls(config, mode)
-  const blobStore = blobStoreFor(config)
+  const blobStore = await blobStoreFor(config)
   if (servesApi) {
     await checkBlobStoreAtStart(blobStore, blobStoreTarget(config), config.blobCheckTimeoutMs)
   }
@@ -603,10 +603,15 @@ function blobStoreTarget(config: Config): BlobStoreTarget {
   }
 }
 
-/** Metrics are collected only when served: on their own port, or behind a token. */
-function metricsFor(config: Config): Metrics | undefined {
+/**
+ * Metrics are collected only when served: on their own port, or behind a token. prom-client is
+ * loaded only then.
+ */
+async function metricsFor(config: Config): Promise<Metrics | undefined> {
   const m = config.operations.metrics
-  return m.port !== undefined || m.token !== undefined ? new Metrics() : undefined
+  if (m.port === undefined && m.token === undefined) return undefined
+  const { Metrics } = await import('./metrics/prometheus.js')
+  return new Metrics()
 }
 
 function listenAddress(app: FastifyInstance): string {
@@ -843,7 +848,7 @@ async function backupRestore(config: Config, target: string): Promise<number> {
   } catch (error) {
     return refuse(error instanceof Error ? error.message : String(error))
   }
-  const blobStore = blobStoreFor(config)
+  const blobStore = await blobStoreFor(config)
   const exists = dialect === 'postgres' || existsSync(config.databaseUrl)
   // A SQLite target is encrypted under its own file key, made here for a new file (issue 22).
   if (!exists) prepareDataDir(config)

@@ -3,10 +3,10 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3-multiple-ciphers'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import pg from 'pg'
 import { auditingDialect } from './auditing-driver.js'
 import { deadlinePool } from './deadline-pool.js'
 import { currentSchemaDialect } from './pg-introspector.js'
+import { pgModule } from './pg-module.js'
 import { PgRightsListener } from './pg-rights-listener.js'
 import { pgConnection } from './pg-tls.js'
 import { enableDirectReads } from './precompiled.js'
@@ -223,6 +223,7 @@ function openPostgres(options: StoreOptions): Store {
   const settings = { ...DEFAULT_PG_SETTINGS, ...options.pg }
   // TLS as the URL asks for it (sslmode, sslrootcert; pg-tls.ts), on every connection.
   const connection = pgConnection(options.url)
+  const pg = pgModule()
   const pool = new pg.Pool({
     ...connection,
     max: settings.poolSize,

@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from 'node:tls'
-import pg from 'pg'
+import type pg from 'pg'
+import { pgModule } from './pg-module.js'
 import type { RightsFeed } from './rights-feed.js'
 
 /** First wait before reconnecting the listener, doubled per failure up to the second bound. */
@@ -58,7 +59,7 @@ export class PgRightsListener {
 
   async #connect(): Promise<void> {
     if (this.#closed) return
-    const client = new pg.Client({
+    const client = new (pgModule().Client)({
       ...this.options.connection,
       connectionTimeoutMillis: this.options.connectTimeoutMs,
       keepAlive: true,

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import QRCode from 'qrcode'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
 import type { Clock } from '../../lib/clock.js'
@@ -59,6 +58,8 @@ export class MfaService {
     if (user.mfa_enrolled === 1) throw mfaErrors.alreadyEnrolled()
     const secret = toBase32(randomBytes(SECRET_BYTES))
     const uri = keyUri({ issuer: name, account: user.username, secretBase32: secret })
+    // Loaded on the first enrollment: most servers never draw a QR code.
+    const { default: QRCode } = await import('qrcode')
     const qrCodeSvg = await QRCode.toString(uri, { type: 'svg' })
     const sealed = await this.keyring.encrypt(accountId, secret, secretContext(userId))
     const now = this.clock.now().toISOString()
