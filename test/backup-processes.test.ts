@@ -8,6 +8,7 @@ import { logicalDump } from './helpers/db-dump.js'
 import {
   bootstrapCredentials,
   cofferFails,
+  openCofferStore,
   runCoffer,
   type SharedDatabase,
   sharedDatabase,
@@ -207,7 +208,11 @@ describe.each(['file', 's3'] as const)('coffer backup to a %s', (kind) => {
     expect(JSON.parse(restored.stdout).tables).toEqual(summary.tables)
 
     // Restoring again: refused, exit 2, nothing changed.
-    const probe = restoredDb.open()
+    // The restored file's key is wrapped by the backup's master key, not restoredDb's own.
+    const probe = openCofferStore(
+      String(restoredDb.env(restoreDir).COFFER_DATABASE_URL),
+      db.masterKey,
+    )
     const before = await logicalDump(probe)
     const refused = await cofferFails(['backup', 'restore', target], restoreEnv)
     expect(refused.code).toBe(2)
