@@ -39,7 +39,7 @@ describe('coffer command', () => {
       (await runCoffer(['account', 'create'], { COFFER_DATA_DIR: dir })).stdout,
     )
     expect(again.account_id).not.toBe(created.account_id)
-  })
+  }, 60_000)
 
   it('serve bootstraps an empty database once, writing credentials to a 0600 file', async () => {
     const dir = dataDir()

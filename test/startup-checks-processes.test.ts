@@ -118,7 +118,7 @@ describe(`coffer serve refuses to start before writing anything (${testDialect})
     expect(stderr).toContain(
       `COFFER_S3_ENDPOINT ${hung} did not answer within 500 ms (COFFER_BLOB_CHECK_TIMEOUT_MS)`,
     )
-  }, 30_000)
+  }, 60_000)
 
   it('an S3 endpoint that is not a URL', async () => {
     const stderr = await refused(s3Env({ COFFER_S3_ENDPOINT: 'minio:9000' }))
