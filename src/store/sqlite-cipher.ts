@@ -57,7 +57,6 @@ export function applySqliteKey(
     database.pragma(`cipher = '${SQLITE_CIPHER.cipher}'`)
     database.pragma(`legacy = ${SQLITE_CIPHER.legacy}`)
     database.pragma(`key = "${rawKeyLiteral(key)}"`)
-    database.pragma(`cache_size = -${SQLITE_ENCRYPTED_CACHE_KIB}`)
   }
   try {
     database.prepare('select count(*) from sqlite_schema').get()
@@ -66,6 +65,8 @@ export function applySqliteKey(
       throw new SqliteKeyError(file, key !== undefined)
     throw error
   }
+  // After the check: setting the cache reads the schema, which a wrong key cannot.
+  if (key) database.pragma(`cache_size = -${SQLITE_ENCRYPTED_CACHE_KIB}`)
 }
 
 /** Every SQLite file starts so; an encrypted one starts with its random salt instead. */
