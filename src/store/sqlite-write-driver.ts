@@ -1,8 +1,15 @@
-import { CompiledQuery, type DatabaseConnection, type Dialect, type QueryResult } from 'kysely'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely'
 import { PassThroughDriver, type WrappedConnection, wrapDialect } from './pass-through-driver.js'
 
 /**
- * SQLite: every transaction begins IMMEDIATE, taking the write lock at its BEGIN.
+ * SQLite: every transaction begins IMMEDIATE, taking the write lock at its BEGIN — except one
+ * begun read only (`setAccessMode('read only')`), which stays deferred.
  *
  * Kysely begins a deferred transaction, which takes the lock at its first write. In WAL mode a
  * deferred transaction that has already read cannot wait for the lock: SQLite invokes the busy
@@ -16,6 +23,7 @@ export function sqliteWriteDialect(dialect: Dialect): Dialect {
 }
 
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate')
+const BEGIN_DEFERRED = CompiledQuery.raw('begin')
 
 class SqliteWriteDriver extends PassThroughDriver {
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -30,8 +38,15 @@ class SqliteWriteDriver extends PassThroughDriver {
     return connection
   }
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await (connection as WrappedConnection).inner.executeQuery(BEGIN_IMMEDIATE)
+  async beginTransaction(
+    connection: DatabaseConnection,
+    settings: TransactionSettings,
+  ): Promise<void> {
+    // A read-only one (a backup's snapshot, audit verify) stays deferred: it never writes, and
+    // holding the write lock for its length would stall every writer of the server behind it.
+    await (connection as WrappedConnection).inner.executeQuery(
+      settings.accessMode === 'read only' ? BEGIN_DEFERRED : BEGIN_IMMEDIATE,
+    )
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {

@@ -16,13 +16,13 @@ import { scratchFor, withSearchPath } from '../../src/modules/backup/scratch.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import { migrateTo } from '../../src/store/migrate.js'
 import { type Api, b64 } from './app.js'
-import { TEST_PG_URL } from './store.js'
+import { openTestSqliteStore, TEST_PG_URL } from './store.js'
 
 /** A second store on the same database as `store` (a backup's snapshot runs on its own). */
 export async function secondStore(store: Store, sqliteFile: string | undefined): Promise<Store> {
   if (store.dialect === 'sqlite') {
     if (!sqliteFile) throw new Error('a second SQLite connection needs the file')
-    return openStore({ url: sqliteFile, sqliteReadWorkers: 0 })
+    return openTestSqliteStore(sqliteFile, { sqliteReadWorkers: 0 })
   }
   return openStore({ url: TEST_PG_URL, pgSchema: await currentSchema(store), pg: { poolSize: 2 } })
 }

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/db.js'
-import { openTestStore, testDialect } from '../helpers/store.js'
+import { rawKeyLiteral } from '../../src/store/sqlite-cipher.js'
+import { openTestSqliteFile, openTestStore, testDialect, testSqliteKey } from '../helpers/store.js'
 
 /**
  * A write transaction on SQLite takes the write lock at its BEGIN (store/sqlite-write-driver.ts).
@@ -30,7 +30,7 @@ describe.skipIf(testDialect !== 'sqlite')('SQLite write transactions and other w
   })
 
   it('holds the write lock from BEGIN: another connection cannot write between its read and its write, and it commits', async () => {
-    const other = new SQLite(file)
+    const other = openTestSqliteFile(file)
     other.pragma('busy_timeout = 0')
     let otherError: unknown
     try {
@@ -53,14 +53,42 @@ describe.skipIf(testDialect !== 'sqlite')('SQLite write transactions and other w
     expect(rows.rows.map((r) => r.writer)).toEqual(['store'])
   })
 
+  it('a read-only transaction stays deferred: another connection writes while it is open', async () => {
+    const other = openTestSqliteFile(file)
+    other.pragma('busy_timeout = 0')
+    try {
+      const seen = await store.db
+        .transaction()
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const before = await sql<{ n: number }>`select count(*) as n from scratch`.execute(trx)
+          // A backup's snapshot runs so for minutes: writers must not wait behind it.
+          other.prepare(`insert into scratch (writer) values ('beside')`).run()
+          const after = await sql<{ n: number }>`select count(*) as n from scratch`.execute(trx)
+          return [before.rows[0]?.n, after.rows[0]?.n]
+        })
+      // Its snapshot is fixed at its first read: the other write is not in it.
+      expect(seen[0]).toBe(seen[1])
+    } finally {
+      other.close()
+    }
+    const rows = await sql<{
+      n: number
+    }>`select count(*) as n from scratch where writer = 'beside'`.execute(store.db)
+    expect(rows.rows[0]?.n).toBe(1)
+  })
+
   it('read-then-write transactions beside another thread writing in a loop: none fails', async () => {
     // The other writer: its own connection on a thread, committing small transactions nonstop.
     const stop = new Int32Array(new SharedArrayBuffer(4))
     const worker = new Worker(
       `
       const { workerData, parentPort } = require('node:worker_threads')
-      const SQLite = require('better-sqlite3')
+      const SQLite = require('better-sqlite3-multiple-ciphers')
       const db = new SQLite(workerData.file)
+      db.pragma("cipher = 'sqlcipher'")
+      db.pragma('legacy = 4')
+      db.pragma(workerData.keyPragma)
       db.pragma('busy_timeout = 5000')
       const insert = db.prepare("insert into scratch (writer) values ('thread')")
       const stop = new Int32Array(workerData.stop)
@@ -75,7 +103,14 @@ describe.skipIf(testDialect !== 'sqlite')('SQLite write transactions and other w
       db.close()
       parentPort.postMessage(n)
       `,
-      { eval: true, workerData: { file, stop: stop.buffer } },
+      {
+        eval: true,
+        workerData: {
+          file,
+          keyPragma: `key = "${rawKeyLiteral(testSqliteKey(file))}"`,
+          stop: stop.buffer,
+        },
+      },
     )
     await new Promise((resolve) => worker.once('message', resolve))
     const failures: string[] = []

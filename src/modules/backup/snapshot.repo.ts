@@ -197,14 +197,15 @@ export async function firstNonEmptyTable(
 /**
  * Runs `fn` in one read transaction that sees one point in time: on PostgreSQL REPEATABLE READ,
  * READ ONLY (a snapshot taken at the first statement; writers are never blocked); on SQLite a
- * deferred transaction in WAL mode (the snapshot of its first read; writers go on in the WAL, a
- * checkpoint cannot pass the snapshot until it ends).
+ * deferred transaction in WAL mode (read only: store/sqlite-write-driver.ts begins it deferred,
+ * not IMMEDIATE; the snapshot of its first read; writers go on in the WAL, a checkpoint cannot
+ * pass the snapshot until it ends).
  */
 export function inSnapshot<T>(store: Store, fn: (db: Executor) => Promise<T>): Promise<T> {
   const begin =
     store.dialect === 'postgres'
       ? store.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only')
-      : store.db.transaction()
+      : store.db.transaction().setAccessMode('read only')
   return begin.execute(fn)
 }
 
