@@ -119,6 +119,10 @@ export class ReadPool {
       if (this.#live.has(worker)) continue
       this.#live.add(worker)
       worker.once('exit', () => this.#live.delete(worker))
+      // A thread that threw (its connection would not open) runs no statement: it is not an
+      // abandoned one, even in the moment before its 'exit' (a loaded machine saw that moment
+      // count it, and a failing pool answered "busy" rather than "unavailable").
+      worker.once('error', () => this.#live.delete(worker))
     }
   }
 
