@@ -301,7 +301,8 @@ export function createDeps(store: Store, options: DepsOptions): Deps {
   )
   return {
     store,
-    audit: options.audit === false ? null : new AuditWriter(db, store.dialect, meter),
+    audit:
+      options.audit === false ? null : new AuditWriter(db, store.dialect, meter, store.walSync),
     auditEvents: new AuditService(db),
     meter,
     freeSpace,

@@ -2,6 +2,7 @@ import { CompiledQuery, type Kysely, sql } from 'kysely'
 import { type Meter, noopMeter } from '../metrics/meter.js'
 import { outsideDeadline } from '../store/request-deadline.js'
 import type { Database } from '../store/schema.js'
+import type { WalGroupSync } from '../store/wal-sync.js'
 import { appendToChains, type ChainDialect } from './chain.js'
 import { outsideAudit } from './context.js'
 import type { AuditEventInput, ChainedEvent } from './event.js'
@@ -58,11 +59,19 @@ export class AuditWriter {
   #closed = false
 
   readonly #maxFlushes: number
+  /** SQLite batches committed, their WAL fdatasync not yet done (relaxed commits only). */
+  #syncing = 0
 
+  /**
+   * `walSync` (a SQLite file): batches commit without SQLite's in-commit fsync and are answered
+   * after the WAL's group fdatasync, off the event loop (store/wal-sync.ts). Without it (PostgreSQL,
+   * `:memory:`, the CLI's few events) each commit is durable by itself.
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: ChainDialect,
     private readonly meter: Meter = noopMeter,
+    private readonly walSync?: WalGroupSync,
   ) {
     this.#maxFlushes = dialect === 'postgres' ? AUDIT_FLUSHES_MAX_PG : 1
   }
@@ -110,46 +119,75 @@ export class AuditWriter {
 
   /** Resolves once everything queued so far is stored (or failed). */
   async idle(): Promise<void> {
-    while (this.#active > 0) await new Promise((r) => setTimeout(r, 5))
+    while (this.#active > 0 || this.#syncing > 0) await new Promise((r) => setTimeout(r, 5))
   }
 
   async #flush(): Promise<void> {
     try {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, AUDIT_BATCH_MAX)
+        let stored: ChainedEvent[]
         try {
-          const stored = await this.#store(batch.map((p) => p.event))
-          this.meter.count('audit_appends', { outcome: 'ok', path: 'batch' }, batch.length)
-          for (const p of batch) p.done()
-          this.#tell(stored)
+          stored = await this.#store(batch.map((p) => p.event))
         } catch (error) {
-          this.meter.count('audit_appends', { outcome: 'failed', path: 'batch' }, batch.length)
-          for (const p of batch) p.done(error ?? new Error('audit batch failed'))
+          this.#failed(batch, error)
+          continue
         }
+        if (!this.walSync) {
+          this.#stored(batch, stored)
+          continue
+        }
+        // Answered once on disk; the next batch commits meanwhile and shares a later sync.
+        this.#syncing++
+        this.walSync
+          .sync()
+          .then(
+            () => this.#stored(batch, stored),
+            (error: unknown) => this.#failed(batch, error),
+          )
+          .finally(() => this.#syncing--)
       }
     } finally {
       this.#active--
     }
   }
 
+  #stored(batch: readonly Pending[], stored: readonly ChainedEvent[]): void {
+    this.meter.count('audit_appends', { outcome: 'ok', path: 'batch' }, batch.length)
+    for (const p of batch) p.done()
+    this.#tell(stored)
+  }
+
+  #failed(batch: readonly Pending[], error: unknown): void {
+    this.meter.count('audit_appends', { outcome: 'failed', path: 'batch' }, batch.length)
+    for (const p of batch) p.done(error ?? new Error('audit batch failed'))
+  }
+
   /**
    * One transaction. On SQLite it begins IMMEDIATE: it reads the chain head, then writes, and a
    * deferred one would meet another process's writer with SQLITE_BUSY at once instead of
-   * waiting its busy_timeout.
+   * waiting its busy_timeout. With `walSync` it commits under `synchronous = NORMAL` (no fsync
+   * on the event loop; the caller waits for the WAL's fdatasync), FULL again before the
+   * connection is let go: nothing else commits on it in between (Kysely lends it to one user).
    */
   async #store(events: AuditEventInput[]): Promise<ChainedEvent[]> {
     if (this.dialect === 'postgres') {
       return this.db.transaction().execute((trx) => appendToChains(execOn(trx), 'postgres', events))
     }
     return this.db.connection().execute(async (conn) => {
-      await sql`begin immediate`.execute(conn)
+      if (this.walSync) await sql`pragma synchronous = NORMAL`.execute(conn)
       try {
-        const stored = await appendToChains(execOn(conn), 'sqlite', events)
-        await sql`commit`.execute(conn)
-        return stored
-      } catch (error) {
-        await sql`rollback`.execute(conn).catch(() => undefined)
-        throw error
+        await sql`begin immediate`.execute(conn)
+        try {
+          const stored = await appendToChains(execOn(conn), 'sqlite', events)
+          await sql`commit`.execute(conn)
+          return stored
+        } catch (error) {
+          await sql`rollback`.execute(conn).catch(() => undefined)
+          throw error
+        }
+      } finally {
+        if (this.walSync) await sql`pragma synchronous = FULL`.execute(conn)
       }
     })
   }

@@ -18,6 +18,7 @@ import type { Database } from './schema.js'
 import { applySqliteKey } from './sqlite-cipher.js'
 import { sqliteWriteDialect } from './sqlite-write-driver.js'
 import { cachingDatabase } from './statement-cache.js'
+import { WalGroupSync } from './wal-sync.js'
 
 /** Bytes the SQLite WAL file is cut back to once checkpointed (security review, finding 4). */
 export const SQLITE_JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
@@ -39,6 +40,8 @@ export interface Store {
   poolSize?: number
   /** SQLite file with read workers: the threads searches run on (read-pool.ts). */
   readPool?: ReadPool
+  /** SQLite file: the WAL's group fsync off the event loop (wal-sync.ts; the audit trail's). */
+  walSync?: WalGroupSync
 }
 
 export interface StoreOptions {
@@ -195,7 +198,15 @@ function openSqlite(
     await readPool?.close()
     await db.destroy()
   }
-  return { db, dialect: 'sqlite', rights, close, ...(readPool ? { readPool } : {}) }
+  const walSync = file === ':memory:' ? undefined : new WalGroupSync(`${file}-wal`)
+  return {
+    db,
+    dialect: 'sqlite',
+    rights,
+    close,
+    ...(readPool ? { readPool } : {}),
+    ...(walSync ? { walSync } : {}),
+  }
 }
 
 function sqliteDialect(
