@@ -100,6 +100,36 @@ describe('group commit chain heads', () => {
     expect(report.problems).toEqual([])
   })
 
+  it.skipIf(testDialect !== 'postgres')(
+    'PostgreSQL: a node appends after the head it predicts in one statement, and takes the lock when the head moved',
+    async () => {
+      const one = new AuditWriter(a.db, a.dialect)
+      const two = new AuditWriter(b.db, b.dialect)
+      await batch(one, 2) // no prediction yet: the lock
+      expect(one.appendPaths).toEqual({ predicted: 0, locked: 1 })
+      await batch(one, 3)
+      await batch(one, 1)
+      expect(one.appendPaths).toEqual({ predicted: 2, locked: 1 })
+      await batch(two, 2) // the head moves under `one`
+      const before = (await seqs(ACCOUNT)).length
+      await batch(one, 2)
+      // The predicted statement wrote nothing; the locked path appended after the real head.
+      expect(one.appendPaths).toEqual({ predicted: 2, locked: 2 })
+      expect((await seqs(ACCOUNT)).length).toBe(before + 2)
+      // Batches of flushes running at once: each predicted after the one before.
+      const inFlight: Promise<unknown>[] = []
+      for (const k of [3, 2, 4]) {
+        inFlight.push(batch(one, k))
+        await new Promise((r) => setImmediate(r))
+      }
+      await Promise.all(inFlight)
+      expect(one.appendPaths).toEqual({ predicted: 5, locked: 2 })
+      const rows = await seqs(ACCOUNT)
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: rows.length }, (_, i) => i + 1))
+      expect((await verifyChains(a.db, ACCOUNT)).problems).toEqual([])
+    },
+  )
+
   it('several writers on one account at once, many batches each: one gapless chain', async () => {
     const writers = [a, b, a, b].map((s) => new AuditWriter(s.db, s.dialect))
     const before = (await seqs(ACCOUNT)).length
