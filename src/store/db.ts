@@ -194,11 +194,12 @@ function openSqlite(
     file === ':memory:' || reads.threads === 0
       ? undefined
       : new ReadPool({ file, busyTimeoutMs, ...reads, ...(key ? { key } : {}) })
+  const walSync = file === ':memory:' ? undefined : new WalGroupSync(`${file}-wal`)
   const close = async () => {
     await readPool?.close()
     await db.destroy()
+    walSync?.close()
   }
-  const walSync = file === ':memory:' ? undefined : new WalGroupSync(`${file}-wal`)
   return {
     db,
     dialect: 'sqlite',

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises'
+import { closeSync, fdatasync, openSync } from 'node:fs'
 
 /** fdatasyncs of one WAL at once (WalGroupSync). */
 export const WAL_SYNCS_IN_FLIGHT = 3
@@ -32,11 +32,21 @@ export class WalGroupSync {
    * `datasync`: how the file is synced (tests watch the calls; the default is fdatasync).
    * `maxInFlight`: fdatasyncs at once (libuv's pool has 4 threads: more would only queue there).
    */
+  readonly #kept = keptDescriptorSync()
+  private readonly datasync: (file: string) => Promise<void>
+
   constructor(
     private readonly walFile: string,
-    private readonly datasync: (file: string) => Promise<void> = datasyncFile,
+    datasync?: (file: string) => Promise<void>,
     private readonly maxInFlight = WAL_SYNCS_IN_FLIGHT,
-  ) {}
+  ) {
+    this.datasync = datasync ?? this.#kept.datasync
+  }
+
+  /** With the store (after its last commit): the kept descriptor is closed. */
+  close(): void {
+    this.#kept.close()
+  }
 
   /** Resolves once every commit made on the file before this call is on disk. */
   sync(): Promise<void> {
@@ -73,18 +83,31 @@ export class WalGroupSync {
   }
 }
 
-async function datasyncFile(path: string): Promise<void> {
-  let file: Awaited<ReturnType<typeof open>>
-  try {
-    // Opened each time: a WAL truncated or made anew is always the file now at the path.
-    file = await open(path, 'r')
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') return
-    throw error
-  }
-  try {
-    await file.datasync()
-  } finally {
-    await file.close()
+/**
+ * fdatasync of the WAL through one descriptor opened at the first sync and kept (one thread-pool
+ * hop per sync, not three): the WAL file keeps its inode while this process holds the database
+ * open (truncated in place, never replaced). ENOENT at the first open: nothing to sync yet.
+ */
+function keptDescriptorSync(): { datasync: (file: string) => Promise<void>; close(): void } {
+  let fd: number | undefined
+  return {
+    datasync(file) {
+      if (fd === undefined) {
+        try {
+          fd = openSync(file, 'r')
+        } catch (error) {
+          if ((error as { code?: unknown }).code === 'ENOENT') return Promise.resolve()
+          return Promise.reject(error)
+        }
+      }
+      const open = fd
+      return new Promise((resolve, reject) =>
+        fdatasync(open, (error) => (error ? reject(error) : resolve())),
+      )
+    },
+    close() {
+      if (fd !== undefined) closeSync(fd)
+      fd = undefined
+    },
   }
 }
