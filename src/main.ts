@@ -70,7 +70,7 @@ import { type PreparedSqliteFile, prepareSqliteFile } from './modules/keys/file-
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
-import { reencryptAccount } from './modules/keys/reencrypt.js'
+import { reencryptAccount, reencryptedColumns } from './modules/keys/reencrypt.js'
 import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
@@ -671,11 +671,7 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
     throw new Error(`no account ${accountId} (or it holds no encrypted data)`)
   }
   const accounts = accountId ? [accountId] : known
-  const columns = [
-    deps.documents.sealedColumn(),
-    deps.users.sealedColumn(),
-    deps.blobService.sealedColumn(),
-  ]
+  const columns = reencryptedColumns(deps)
   const progress = terminalProgress('re-encrypted', 'records')
   let records = 0
   const results = []
