@@ -389,6 +389,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
           ...(appMetrics ? { metrics: appMetrics } : {}),
           ...(tls.api ? { tls: tls.api } : {}),
           hstsMaxAgeSeconds: config.tls.hstsMaxAgeSeconds,
+          backupSchedule: config.backup,
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
