@@ -70,7 +70,11 @@ import { type PreparedSqliteFile, prepareSqliteFile } from './modules/keys/file-
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
-import { reencryptAccount, reencryptedColumns } from './modules/keys/reencrypt.js'
+import {
+  reencryptAccount,
+  reencryptedColumns,
+  sealedRecordColumns,
+} from './modules/keys/reencrypt.js'
 import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
@@ -697,7 +701,7 @@ function checkInputOf(deps: Deps, onProgress?: CheckInput['onProgress']): CheckI
   return {
     db: deps.store.db,
     keyring: deps.keyring,
-    columns: [deps.documents.sealedColumn(), deps.users.sealedColumn()],
+    columns: sealedRecordColumns(deps),
     blobs: deps.blobService.sealedColumn(),
     blobStore: deps.blobs,
     blobObjectKey: (account, vault, blob) => deps.blobService.objectKeyOf(account, vault, blob),

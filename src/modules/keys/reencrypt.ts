@@ -41,6 +41,18 @@ export function reencryptedColumns(owners: SealedColumnOwners): SealedColumn[] {
   ]
 }
 
+/** The same columns but the BLOBs' (`coffer check` opens BLOBs with their objects). */
+export function sealedRecordColumns(
+  owners: Omit<SealedColumnOwners, 'blobService'>,
+): SealedColumn[] {
+  return [
+    owners.documents.sealedColumn(),
+    owners.users.sealedColumn(),
+    ...owners.mfa.sealedColumns(),
+    owners.passwordResets.sealedColumn(),
+  ]
+}
+
 export interface AccountReencryption {
   account_id: string
   /** The data key everything is now under. */
