@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { TrustProxy } from './config.js'
+import type { BackupScheduleConfig } from './config-backup.js'
 import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
 import { addAuditAppend, markAuditHandlerPhase, registerAuditContext } from './http/audit.js'
@@ -29,6 +30,7 @@ import { fastifyTlsOptions, prepareTlsServer } from './http/tls-server.js'
 import { fastifyTrustProxy } from './http/trust-proxy.js'
 import { auditRoutes } from './modules/audit/audit.routes.js'
 import { authRoutes } from './modules/auth/auth.routes.js'
+import { backupStatusRoutes } from './modules/backup/backup-status.routes.js'
 import { blobRoutes } from './modules/blobs/blobs.routes.js'
 import { type ConsoleAssets, defaultConsoleAssets } from './modules/console/console.assets.js'
 import { consoleRoutes } from './modules/console/console.routes.js'
@@ -66,6 +68,8 @@ export interface AppOptions {
   hstsMaxAgeSeconds?: number
   /** The browser console's build (default: dist/console, read once; null: not built). */
   consoleAssets?: ConsoleAssets | null
+  /** COFFER_BACKUP_* (GET /v1/backups/status shows them); default: no schedule. */
+  backupSchedule?: BackupScheduleConfig
 }
 
 /** The main API: builds the Fastify app from ready dependencies (tests call this directly). */
@@ -166,6 +170,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await meteringRoutes(app, deps.metering)
   await auditRoutes(app, deps.auditEvents)
   await policySimulatorRoutes(app, deps.policySimulator)
+  await backupStatusRoutes(app, deps.store.db, deps.clock, options.backupSchedule)
   await healthRoutes(app, deps.health)
   await consoleRoutes(
     app,

@@ -70,7 +70,11 @@ import { type PreparedSqliteFile, prepareSqliteFile } from './modules/keys/file-
 import { backfillFingerprints } from './modules/keys/fingerprint-backfill.js'
 import { watchKeyFiles } from './modules/keys/key-file-watcher.js'
 import { loadMasterKey } from './modules/keys/master-key-source.js'
-import { reencryptAccount } from './modules/keys/reencrypt.js'
+import {
+  reencryptAccount,
+  reencryptedColumns,
+  sealedRecordColumns,
+} from './modules/keys/reencrypt.js'
 import { runKeyRotation } from './modules/keys/rotate-command.js'
 import { terminalProgress } from './modules/keys/terminal-progress.js'
 import { FreeSpaceFloor } from './storage/free-space-floor.js'
@@ -389,6 +393,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
           ...(appMetrics ? { metrics: appMetrics } : {}),
           ...(tls.api ? { tls: tls.api } : {}),
           hstsMaxAgeSeconds: config.tls.hstsMaxAgeSeconds,
+          backupSchedule: config.backup,
         })
   // One process, one log stream: the consent app logs through the main app's logger.
   const consentApp =
@@ -671,11 +676,7 @@ async function reencryptCommand(store: Store, deps: Deps, accountId: string | un
     throw new Error(`no account ${accountId} (or it holds no encrypted data)`)
   }
   const accounts = accountId ? [accountId] : known
-  const columns = [
-    deps.documents.sealedColumn(),
-    deps.users.sealedColumn(),
-    deps.blobService.sealedColumn(),
-  ]
+  const columns = reencryptedColumns(deps)
   const progress = terminalProgress('re-encrypted', 'records')
   let records = 0
   const results = []
@@ -700,7 +701,7 @@ function checkInputOf(deps: Deps, onProgress?: CheckInput['onProgress']): CheckI
   return {
     db: deps.store.db,
     keyring: deps.keyring,
-    columns: [deps.documents.sealedColumn(), deps.users.sealedColumn()],
+    columns: sealedRecordColumns(deps),
     blobs: deps.blobService.sealedColumn(),
     blobStore: deps.blobs,
     blobObjectKey: (account, vault, blob) => deps.blobService.objectKeyOf(account, vault, blob),

@@ -13,10 +13,14 @@ import { openTestStore, testDialect } from './helpers/store.js'
  */
 const BEFORE = FULL_ACCESS_POLICY.map((s) => ({
   ...s,
-  // Neither the settings grant (0013) nor the audit (0014) and policy simulator (0017) grants,
-  // also run by migrateToLatest.
+  // Neither the settings grant (0013) nor the audit (0014), policy simulator (0017) and backup
+  // status (0023) grants, also run by migrateToLatest.
   Resources: s.Resources.filter(
-    (r) => r !== 'Account::.*::Settings' && r !== 'Audit::' && r !== 'PolicySimulator::',
+    (r) =>
+      r !== 'Account::.*::Settings' &&
+      r !== 'Audit::' &&
+      r !== 'PolicySimulator::' &&
+      r !== 'Backups::',
   ),
 }))
 const EDITED = [{ ...BEFORE[0], Activities: 'R' }]

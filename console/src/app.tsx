@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, whenSessionExpires } from './api'
 import { AuditPage } from './pages/audit'
+import { BackupsPage } from './pages/backups'
 import { GroupPage, GroupsPage } from './pages/groups'
 import { SearchPage } from './pages/search'
 import { SignIn } from './pages/sign-in'
@@ -16,6 +17,7 @@ import { type Session, session } from './session'
 interface Features {
   audit: boolean
   usage: boolean
+  backups: boolean
 }
 
 async function available(path: string): Promise<boolean> {
@@ -36,6 +38,7 @@ const NAV: [path: string, label: string, feature?: keyof Features][] = [
   ['/tokens', 'Scoped tokens'],
   ['/audit', 'Audit log', 'audit'],
   ['/usage', 'Usage', 'usage'],
+  ['/backups', 'Backups', 'backups'],
 ]
 
 function Route({ path, features }: { path: string; features: Features }) {
@@ -59,6 +62,8 @@ function Route({ path, features }: { path: string; features: Features }) {
       return features.audit ? <AuditPage /> : <NotOffered />
     case 'usage':
       return features.usage ? <UsagePage /> : <NotOffered />
+    case 'backups':
+      return features.backups ? <BackupsPage /> : <NotOffered />
     default:
       return <NotOffered />
   }
@@ -76,7 +81,11 @@ function NotOffered() {
 export function App() {
   const [user, setUser] = useState<Session | null>(session.get())
   const [notice, setNotice] = useState('')
-  const [features, setFeatures] = useState<Features>({ audit: false, usage: false })
+  const [features, setFeatures] = useState<Features>({
+    audit: false,
+    usage: false,
+    backups: false,
+  })
   const path = usePath()
 
   useEffect(() => {
@@ -91,7 +100,8 @@ export function App() {
     void Promise.all([
       available('/v1/audit_events?per_page=1'),
       available(`/v1/accounts/${user.accountId}/usage?from=${utcDay()}&to=${utcDay()}`),
-    ]).then(([audit, usage]) => setFeatures({ audit, usage }))
+      available('/v1/backups/status'),
+    ]).then(([audit, usage, backups]) => setFeatures({ audit, usage, backups }))
   }, [user])
 
   if (!user) {

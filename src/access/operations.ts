@@ -62,6 +62,8 @@ const CATALOG = {
   // policy simulator (issue 15)
   'policy.explain': { openapi: 'explainPolicy' },
   'policy.access': { openapi: 'listPolicyAccess' },
+  // backups (issue 22)
+  'backup_status.read': { openapi: 'readBackupStatus' },
   // account settings
   'account_settings.read': { openapi: 'readAccountSettings' },
   'account_settings.update': { openapi: 'updateAccountSettings' },

@@ -90,6 +90,21 @@ function isNotFound(err: unknown): boolean {
   return $metadata?.httpStatusCode === 404 && name !== 'NoSuchBucket'
 }
 
+/** A conditional write refused: an object exists under the key (`If-None-Match: *`). */
+function isPreconditionFailed(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false
+  const { name, $metadata } = err as { name?: unknown; $metadata?: { httpStatusCode?: number } }
+  return name === 'PreconditionFailed' || $metadata?.httpStatusCode === 412
+}
+
+/** `put(…, { ifAbsent: true })` found an object under the key: nothing was written. */
+export class ObjectExistsError extends Error {
+  constructor(readonly key: string) {
+    super(`an object exists under ${key}`)
+    this.name = 'ObjectExistsError'
+  }
+}
+
 /**
  * A time limit of the HTTP handler (connect, request, socket) as opposed to a refusal. The SDK
  * also names a reset connection `TimeoutError` (to retry it); that is a dropped connection.
@@ -153,9 +168,19 @@ export class S3BlobStore implements BlobStore {
    * Streams the body into the bucket: one PutObject when it fits in a part, else a multipart
    * upload with one part in flight while the next fills. On any failure the multipart upload is
    * aborted (nothing becomes visible under the key) and the original error is rethrown.
+   * With `ifAbsent` the write is conditional (`If-None-Match: *` on the PutObject or the
+   * CompleteMultipartUpload): a store that honours it refuses to replace an object, even one
+   * created after the caller looked, and `put` throws ObjectExistsError. Stores that ignore the
+   * header (s3rver, older MinIO/Ceph) replace it: callers that must never replace keep their
+   * own existence check before (decisions 243).
    */
-  async put(key: string, body: Readable): Promise<{ size: number }> {
+  async put(
+    key: string,
+    body: Readable,
+    options: { ifAbsent?: boolean } = {},
+  ): Promise<{ size: number }> {
     const Key = this.#key(key)
+    const condition = options.ifAbsent ? { IfNoneMatch: '*' } : {}
     const Bucket = this.#bucket
     let uploadId: string | undefined
     const parts: { ETag: string | undefined; PartNumber: number }[] = []
@@ -233,6 +258,7 @@ export class S3BlobStore implements BlobStore {
             Body: buffer.subarray(0, fill),
             ContentLength: fill,
             ContentType: 'application/octet-stream',
+            ...condition,
           }),
         )
         release()
@@ -246,6 +272,7 @@ export class S3BlobStore implements BlobStore {
           Key,
           UploadId: uploadId,
           MultipartUpload: { Parts: parts },
+          ...condition,
         }),
       )
       release()
@@ -261,6 +288,8 @@ export class S3BlobStore implements BlobStore {
         await this.#send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))
       }
       abort().catch(() => {})
+      const cause = error instanceof BlobStoreUnavailableError ? error.cause : error
+      if (options.ifAbsent && isPreconditionFailed(cause)) throw new ObjectExistsError(key)
       throw error
     }
   }

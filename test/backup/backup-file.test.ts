@@ -13,12 +13,13 @@ import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BlobNotFoundError, type BlobStore } from '../../src/blob/blob-store.js'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
+import { ObjectExistsError } from '../../src/blob/s3-blob-store.js'
 import type { S3Config } from '../../src/config-storage.js'
 import { MasterKey } from '../../src/crypto/master-key.js'
 import { MasterKeySet } from '../../src/crypto/master-key-set.js'
 import { SEALED_CHUNK_BYTES } from '../../src/crypto/stream-cipher.js'
 import { createBackup } from '../../src/modules/backup/backup-create.js'
-import { openBackup, s3StoreFor } from '../../src/modules/backup/backup-file.js'
+import { openBackup, publish, s3StoreFor } from '../../src/modules/backup/backup-file.js'
 import { HEADER_START_BYTES } from '../../src/modules/backup/backup-format.js'
 import {
   authenticateBackup,
@@ -39,6 +40,7 @@ import {
   verifyCheck,
 } from '../helpers/backup.js'
 import { logicalDump } from '../helpers/db-dump.js'
+import { startFaultyS3 } from '../helpers/faulty-s3.js'
 import { startS3Server, type TestS3Server } from '../helpers/s3.js'
 import { testDialect } from '../helpers/store.js'
 
@@ -74,6 +76,11 @@ const dataOnly = (dump: string) =>
     .sort()
     .join('\n')
 
+const readAll = async (stream: AsyncIterable<Buffer>) => {
+  const parts: Buffer[] = []
+  for await (const part of stream) parts.push(part)
+  return Buffer.concat(parts)
+}
 const fileSource = (path: string) => createReadStream(path) as AsyncIterable<Buffer>
 const bytesSource = (bytes: Buffer) => Readable.from([bytes]) as AsyncIterable<Buffer>
 
@@ -260,6 +267,52 @@ describe('writing a backup', () => {
     expect(readFileSync(file).equals(before)).toBe(true)
   })
 
+  it('never replaces a file created under its name while it was written', async () => {
+    const path = join(dir, 'meanwhile.cbk')
+    let raced = false
+    await expect(
+      createBackup({
+        snapshotStore,
+        live: t.deps.store.db,
+        blobStore,
+        masterKey,
+        location: { kind: 'file', path },
+        s3: undefined,
+        onProgress: () => {
+          if (raced) return
+          raced = true
+          writeFileSync(path, 'another backup')
+        },
+      }),
+    ).rejects.toThrow(/meanwhile\.cbk exists/)
+    expect(raced).toBe(true)
+    expect(readFileSync(path, 'utf8')).toBe('another backup')
+    expect(readdirSync(dir).filter((n) => n.includes('meanwhile'))).toEqual(['meanwhile.cbk'])
+  })
+
+  it('without hard links: copied to an exclusively created name, never over a file', async () => {
+    const noLinks = (before?: (to: string) => void) => async (_from: string, to: string) => {
+      before?.(to)
+      throw Object.assign(new Error('operation not permitted'), { code: 'EPERM' })
+    }
+    const temp = join(dir, '.nolink.partial')
+    const target = join(dir, 'nolink.cbk')
+    writeFileSync(temp, 'the new backup')
+    // A file appears under the name between the check and the publication.
+    await expect(
+      publish(
+        temp,
+        target,
+        noLinks((to) => writeFileSync(to, 'another backup')),
+      ),
+    ).rejects.toThrow(/nolink\.cbk exists/)
+    expect(readFileSync(target, 'utf8')).toBe('another backup')
+    rmSync(target)
+    await publish(temp, target, noLinks())
+    expect(readFileSync(target, 'utf8')).toBe('the new backup')
+    expect(existsSync(temp)).toBe(false)
+  })
+
   it('leaves nothing under its name (nor a temp file) when it fails mid-way', async () => {
     let gets = 0
     const failing: BlobStore = {
@@ -422,6 +475,62 @@ describe('writing a backup to S3', () => {
     }
     await expect(toS3('nightly/one.cbk')).rejects.toThrow(/exists/)
   })
+
+  it('never replaces an object written meanwhile under its key (a conditional write)', async () => {
+    // AWS S3 honours If-None-Match: * (s3rver does not: the proxy does, as S3 would).
+    const proxy = await startFaultyS3(s3.endpoint)
+    proxy.conditionalWrites = true
+    const direct = s3StoreFor(s3Config, s3.bucket)
+    const other = Buffer.from('a backup another node wrote')
+    let raced = false
+    // After the existence check said "absent", before the upload: another writer's object.
+    proxy.beforeRequest = async (method, url) => {
+      if (raced || method !== 'PUT' || !url.includes('raced.cbk')) return
+      raced = true
+      await direct.put('nightly/raced.cbk', Readable.from([other]))
+    }
+    try {
+      await expect(
+        createBackup({
+          snapshotStore,
+          live: t.deps.store.db,
+          blobStore,
+          masterKey,
+          location: { kind: 's3', bucket: s3.bucket, key: 'nightly/raced.cbk' },
+          s3: { ...s3Config, endpoint: proxy.endpoint },
+        }),
+      ).rejects.toThrow(/nightly\/raced\.cbk exists/)
+      expect(raced).toBe(true)
+      expect(await readAll(await direct.get('nightly/raced.cbk'))).toEqual(other)
+    } finally {
+      direct.close()
+      await proxy.close()
+    }
+  })
+
+  it('a multipart upload is conditional too (If-None-Match on its completion)', async () => {
+    const proxy = await startFaultyS3(s3.endpoint)
+    proxy.conditionalWrites = true
+    const direct = s3StoreFor(s3Config, s3.bucket)
+    const viaProxy = s3StoreFor({ ...s3Config, endpoint: proxy.endpoint }, s3.bucket)
+    const other = Buffer.from('the first object')
+    try {
+      await direct.put('nightly/large.cbk', Readable.from([other]))
+      const large = Buffer.alloc(6 * 1024 * 1024, 7)
+      await expect(
+        viaProxy.put('nightly/large.cbk', Readable.from([large]), { ifAbsent: true }),
+      ).rejects.toBeInstanceOf(ObjectExistsError)
+      expect(proxy.requests.some((r) => r.startsWith('POST') && r.includes('uploadId'))).toBe(true)
+      expect(await readAll(await direct.get('nightly/large.cbk'))).toEqual(other)
+      // Absent: the same conditional upload goes through.
+      await viaProxy.put('nightly/large-new.cbk', Readable.from([large]), { ifAbsent: true })
+      expect((await readAll(await direct.get('nightly/large-new.cbk'))).equals(large)).toBe(true)
+    } finally {
+      direct.close()
+      viaProxy.close()
+      await proxy.close()
+    }
+  }, 60_000)
 
   it('leaves no object under the key when it fails mid-way', async () => {
     const failing: BlobStore = {

@@ -8,6 +8,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Cron } from 'croner'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js'
 import type { ScheduledTarget } from '../../src/config-backup.js'
@@ -20,8 +21,9 @@ import {
   backupName,
   type ScheduleOptions,
   scheduleBackups,
+  slotOf,
 } from '../../src/modules/backup/backup-schedule.js'
-import { claimSlot } from '../../src/modules/backup/backup-schedule.repo.js'
+import { claimSlot, scheduleState } from '../../src/modules/backup/backup-schedule.repo.js'
 import { verifyBackup } from '../../src/modules/backup/backup-verify.js'
 import type { Store } from '../../src/store/db.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
@@ -220,6 +222,106 @@ describe('scheduled backups', () => {
     expect(await running).toBe('failed')
     expect(readdirSync(target.path)).toEqual([])
   })
+})
+
+describe('slots and leases', () => {
+  it('a slot is the planned time, not the firing time', () => {
+    const cron = new Cron('0 3 * * *', { timezone: 'Etc/UTC' })
+    const planned = Date.UTC(2031, 5, 1, 3)
+    for (const late of [0, 3, 731, 2500]) {
+      expect(slotOf(cron, new Date(planned + late)).toISOString()).toBe('2031-06-01T03:00:00.000Z')
+    }
+    const everyTen = new Cron('*/10 * * * * *', { timezone: 'Etc/UTC' })
+    expect(slotOf(everyTen, new Date(Date.UTC(2031, 5, 1, 3, 0, 10, 20))).toISOString()).toBe(
+      '2031-06-01T03:00:10.000Z',
+    )
+  })
+
+  it('nodes firing late claim the planned slot, once: one backup per slot', async () => {
+    await (nodes[0] as Store).db.deleteFrom('backup_schedule').execute()
+    const target = folder('firing')
+    const runs: string[] = []
+    const quick = async (location: BackupLocation) => {
+      runs.push(location.kind === 'file' ? location.path : location.key)
+      return {
+        location: 'x',
+        bytes: 1,
+        manifest: { backup_id: 'x' },
+      } as unknown as Awaited<ReturnType<ScheduleOptions['run']>>
+    }
+    // Every even second; both nodes' timers fire in this process.
+    const everyTwo = { cron: '*/2 * * * * *', run: quick }
+    const [a, b] = [node(0, target, everyTwo), node(1, target, everyTwo)]
+    await new Promise((r) => setTimeout(r, 2500))
+    // A busy process: the event loop stalls across a planned second, both crons fire ~1 s late
+    // (croner's currentRun() is then the odd second after it).
+    while (Date.now() % 2000 < 1700) await new Promise((r) => setTimeout(r, 20))
+    const stallUntil = Date.now() + 1400
+    while (Date.now() < stallUntil) {
+      // busy
+    }
+    await new Promise((r) => setTimeout(r, 1500))
+    await Promise.all([a.stop(), b.stop()])
+    expect(runs.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(runs).size).toBe(runs.length)
+    const seconds = runs.map((r) => Number(/T\d{4}(\d\d)Z/.exec(r)?.[1]))
+    expect(seconds.every((s) => s % 2 === 0)).toBe(true)
+    const row = await scheduleState((nodes[0] as Store).db)
+    expect(row?.slot).toMatch(/T\d\d:\d\d:\d[02468]\.000Z$/)
+    // Later tests claim slots in 2031.
+  }, 30_000)
+
+  it('a lapsed lease stops the running backup; a lease taken over does too', async () => {
+    const target = folder('lapsed')
+    const reasons: string[] = []
+    const held = (i: number) =>
+      node(i, target, {
+        leaseMs: 400,
+        // A backup that would finish well after its lease, unless stopped.
+        run: (_location, signal) =>
+          new Promise((resolve, reject) => {
+            const done = setTimeout(
+              () => resolve({ location: 'x', bytes: 1, manifest: { backup_id: 'x' } } as never),
+              4000,
+            )
+            signal.addEventListener('abort', () => {
+              clearTimeout(done)
+              reasons.push(String((signal.reason as Error).message))
+              reject(signal.reason)
+            })
+          }),
+      })
+    const db = (nodes[0] as Store).db
+    // Lapsed (its node stalled past it), nobody took over yet: the next renewal stops it.
+    const a = held(0)
+    const first = a.runSlot(nextSlot())
+    await new Promise((r) => setTimeout(r, 150))
+    await db
+      .updateTable('backup_schedule')
+      .set({ lease_until: new Date(0).toISOString() })
+      .execute()
+    expect(await first).toBe('failed')
+    expect(reasons.at(-1)).toMatch(/lease lapsed/)
+    // Taken over by another node after a lapse: stopped too.
+    const second = a.runSlot(nextSlot())
+    await new Promise((r) => setTimeout(r, 150))
+    await db
+      .updateTable('backup_schedule')
+      .set({ lease_until: new Date(0).toISOString() })
+      .execute()
+    expect(
+      await claimSlot(db, {
+        slot: nextSlot().toISOString(),
+        holder: 'another node',
+        now: new Date().toISOString(),
+        leaseUntil: new Date(Date.now() + 60_000).toISOString(),
+      }),
+    ).toBe(true)
+    expect(await second).toBe('failed')
+    expect(reasons.at(-1)).toMatch(/another node took it over/)
+    await db.updateTable('backup_schedule').set({ holder: null, lease_until: null }).execute()
+    await a.stop()
+  }, 30_000)
 })
 
 describe('scheduled backups to S3', () => {

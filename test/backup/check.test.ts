@@ -58,7 +58,13 @@ describe('coffer check', () => {
     expect(report.problems).toEqual([])
     expect(report.ok).toBe(true)
     expect(report.checked.data_keys).toBe(1)
-    expect(report.checked.records).toEqual({ documents: 30, user_attributes: 4 })
+    expect(report.checked.records).toEqual({
+      documents: 30,
+      user_attributes: 4,
+      mfa_secrets: 0,
+      mfa_pending_secrets: 1,
+      password_reset_flow_keys: 0,
+    })
     expect(report.checked.blob_objects).toBe(3)
     expect(report.checked.objects_listed).toBe(3)
     expect(report.checked.blob_bytes).toBe(seeded.blobs.reduce((n, b) => n + b.content.length, 0))
@@ -105,6 +111,31 @@ describe('coffer check', () => {
     const report = await check()
     expect(kinds(report)).toEqual(['record'])
     expect(report.problems[0]?.where).toContain(`documents ${doc.id}`)
+  })
+
+  it('names an MFA secret whose ciphertext was altered', async () => {
+    const row = await t.deps.store.db
+      .selectFrom('user_mfa')
+      .select(['user_id', 'pending_secret'])
+      .where('pending_secret', 'is not', null)
+      .executeTakeFirstOrThrow()
+    const before = row.pending_secret as string
+    const body = before.split('.')
+    const sealed = Buffer.from(body[2] as string, 'base64')
+    sealed[20] = (sealed[20] as number) ^ 1
+    const set = (pending_secret: string) =>
+      t.deps.store.db
+        .updateTable('user_mfa')
+        .set({ pending_secret })
+        .where('user_id', '=', row.user_id)
+        .execute()
+    await set(`${body[0]}.${body[1]}.${sealed.toString('base64')}`)
+    undo.push(async () => {
+      await set(before)
+    })
+    const report = await check()
+    expect(kinds(report)).toEqual(['record'])
+    expect(report.problems[0]?.where).toContain(`mfa_pending_secrets ${row.user_id}`)
   })
 
   it('names a BLOB whose stored content was altered', async () => {

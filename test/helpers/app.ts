@@ -93,6 +93,8 @@ export interface TestAppOptions {
   beforeReady?: (app: FastifyInstance) => void
   /** The console's build (default: dist/console as the server reads it; null: not built). */
   consoleAssets?: AppOptions['consoleAssets']
+  /** COFFER_BACKUP_* as GET /v1/backups/status shows them. */
+  backupSchedule?: AppOptions['backupSchedule']
 }
 
 /** A closed port: a test that forgets its stand-in fails fast and never reaches the real APIs. */
@@ -144,6 +146,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
       ? { hstsMaxAgeSeconds: options.hstsMaxAgeSeconds }
       : {}),
     ...(options.consoleAssets !== undefined ? { consoleAssets: options.consoleAssets } : {}),
+    ...(options.backupSchedule ? { backupSchedule: options.backupSchedule } : {}),
   })
   const responses = watchResponses(app)
   options.beforeReady?.(app)

@@ -13,6 +13,7 @@ import type { RestoreTarget } from '../../src/modules/backup/backup-restore.js'
 import type { Scratch } from '../../src/modules/backup/backup-verify.js'
 import { type CheckReport, runCheck } from '../../src/modules/backup/check.js'
 import { scratchFor, withSearchPath } from '../../src/modules/backup/scratch.js'
+import { sealedRecordColumns } from '../../src/modules/keys/reencrypt.js'
 import { openStore, type Store } from '../../src/store/db.js'
 import { migrateTo } from '../../src/store/migrate.js'
 import { type Api, b64 } from './app.js'
@@ -80,7 +81,7 @@ export function checkOf(store: Store, blobStore: BlobStore, keys: MasterKeySet) 
   return runCheck({
     db: store.db,
     keyring: deps.keyring,
-    columns: [deps.documents.sealedColumn(), deps.users.sealedColumn()],
+    columns: sealedRecordColumns(deps),
     blobs: deps.blobService.sealedColumn(),
     blobStore,
     blobObjectKey: (a, v, b) => deps.blobService.objectKeyOf(a, v, b),

@@ -52,6 +52,15 @@ export interface FaultyS3 {
   cutAfter: number
   /** `METHOD url` of every request received, in order. */
   readonly requests: string[]
+  /**
+   * Honour `If-None-Match: *` on PutObject and CompleteMultipartUpload as AWS S3 does (412 when
+   * an object exists), which s3rver ignores.
+   */
+  conditionalWrites: boolean
+  /** Awaited before each request is handled (a test makes a race happen here). */
+  beforeRequest:
+    | ((method: string, url: string, headers: Record<string, unknown>) => Promise<void>)
+    | undefined
   close(): Promise<void>
 }
 
@@ -72,12 +81,47 @@ export async function startFaultyS3(target: string): Promise<FaultyS3> {
     mode: 'forward',
     cutAfter: 64 * 1024,
     requests: [],
+    conditionalWrites: false,
+    beforeRequest: undefined,
     close: async () => {},
   }
-  const server = createHttpServer((req, res) => {
+  const existsUpstream = (path: string) =>
+    new Promise<boolean>((done, fail) => {
+      const head = request(
+        { host: upstream.hostname, port: upstream.port, method: 'HEAD', path },
+        (answer) => {
+          answer.resume()
+          done(answer.statusCode === 200)
+        },
+      )
+      head.on('error', fail)
+      head.end()
+    })
+  const server = createHttpServer(async (req, res) => {
     const url = req.url ?? '/'
     faulty.requests.push(`${req.method} ${url}`)
     const query = new URL(url, 'http://x').searchParams
+    req.pause()
+    await faulty.beforeRequest?.(req.method ?? '', url, req.headers)
+    const write =
+      (req.method === 'PUT' && !query.has('partNumber')) ||
+      (req.method === 'POST' && query.has('uploadId'))
+    if (
+      faulty.conditionalWrites &&
+      write &&
+      req.headers['if-none-match'] === '*' &&
+      (await existsUpstream(new URL(url, 'http://x').pathname))
+    ) {
+      req.resume()
+      res.writeHead(412, { 'content-type': 'application/xml' })
+      res.end(
+        s3Error(
+          'PreconditionFailed',
+          'At least one of the pre-conditions you specified did not hold',
+        ),
+      )
+      return
+    }
     if (faulty.mode === 'hang') return
     if (faulty.mode === 'reset') {
       req.socket.destroy()

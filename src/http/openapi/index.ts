@@ -28,6 +28,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'account settings':
     "The account's security settings: token life cap, required MFA, password rules, sessions",
   consent: 'Consumer consent records for storefronts and email-identified consumers',
+  backups: "The deployment's scheduled backups: settings, next run, last outcome",
 }
 
 /*

@@ -14,9 +14,9 @@ import * as repo from './accounts.repo.js'
 /**
  * Every resource row of the spec's access grid, with every activity, and the account's security
  * settings (`Account::<id>::Settings`, R and U; issue 13), the account's audit trail (`Audit::`,
- * read through R) and the policy simulator (`PolicySimulator::`, R; issue 15). Migrations 0013,
- * 0014 and 0017 give the same to groups of earlier releases that still hold exactly the policy
- * before each.
+ * read through R), the policy simulator (`PolicySimulator::`, R; issue 15) and the deployment's
+ * backup status (`Backups::`, R; issue 22). Migrations 0013, 0014, 0017 and 0023 give the same
+ * to groups of earlier releases that still hold exactly the policy before each.
  */
 export const FULL_ACCESS_POLICY: PolicyStatement[] = [
   {
@@ -37,6 +37,7 @@ export const FULL_ACCESS_POLICY: PolicyStatement[] = [
       'Account::.*::Settings',
       'Audit::',
       'PolicySimulator::',
+      'Backups::',
     ],
     Activities: 'CRUD',
   },

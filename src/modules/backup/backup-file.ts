@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { closeSync, createWriteStream, existsSync, fsyncSync, openSync } from 'node:fs'
-import { link, open, rename, rm, stat } from 'node:fs/promises'
+import { constants, copyFile, link, open, rm, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { S3BlobStore } from '../../blob/s3-blob-store.js'
+import { ObjectExistsError, S3BlobStore } from '../../blob/s3-blob-store.js'
 import type { S3Config } from '../../config-storage.js'
 import { CHUNK_BYTES, sealChunk } from '../../crypto/stream-cipher.js'
 
@@ -124,7 +124,14 @@ export async function writeBackup(
         throw new Error(`${describeLocation(location)} exists: a backup never replaces another`)
       }
       source.on('error', (e) => counter.destroy(e))
-      await store.put(location.key, source.pipe(counter))
+      // Conditional: a backup written meanwhile under the same key is never replaced (the
+      // check above only speaks for a store that ignores the condition).
+      await store.put(location.key, source.pipe(counter), { ifAbsent: true }).catch((error) => {
+        if (error instanceof ObjectExistsError) {
+          throw new Error(`${describeLocation(location)} exists: a backup never replaces another`)
+        }
+        throw error
+      })
       return { bytes }
     } finally {
       store.close()
@@ -151,17 +158,36 @@ export async function writeBackup(
   return { bytes }
 }
 
-/** Links the finished temp file to its name (never over another file), then drops the temp. */
-async function publish(temp: string, target: string): Promise<void> {
+/**
+ * Links the finished temp file to its name (never over another file), then drops the temp.
+ * On a file system without hard links (FAT, some SMB and FUSE mounts) the temp file is copied
+ * to a name created exclusively (`COPYFILE_EXCL`: never over another file either) and the copy
+ * removed if it fails; there only, a kill during that copy can leave a truncated file under the
+ * name, which verify and restore refuse (its last chunk is missing; decisions 244).
+ * `linkFile` is the link call (tests give one that fails as such a file system does).
+ */
+export async function publish(
+  temp: string,
+  target: string,
+  linkFile: (from: string, to: string) => Promise<void> = link,
+): Promise<void> {
+  const exists = () => new Error(`${target} exists: a backup never replaces a file`)
   try {
-    await link(temp, target)
+    await linkFile(temp, target)
   } catch (error) {
     const code = (error as { code?: unknown }).code
-    if (code === 'EEXIST') throw new Error(`${target} exists: a backup never replaces a file`)
-    // A file system without hard links: a rename (the existence check above still stands).
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error
-    await rename(temp, target)
-    return
+    if (code === 'EEXIST') throw exists()
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') {
+      throw error
+    }
+    try {
+      await copyFile(temp, target, constants.COPYFILE_EXCL)
+    } catch (copyError) {
+      if ((copyError as { code?: unknown }).code === 'EEXIST') throw exists()
+      // Ours (the exclusive create succeeded before the copy failed): remove it.
+      await rm(target, { force: true })
+      throw copyError
+    }
   }
   await rm(temp, { force: true })
 }

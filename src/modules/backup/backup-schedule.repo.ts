@@ -27,17 +27,21 @@ export async function claimSlot(
   return Number(result.numUpdatedRows) === 1
 }
 
-/** Extends the holder's lease; false when another node has taken over meanwhile. */
+/**
+ * Extends the holder's lease while it still holds it: false when another node has taken over or
+ * the lease lapsed (`now` past it) — the holder must then stop writing (decisions 245).
+ */
 export async function renewLease(
   db: Executor,
   holder: string,
-  leaseUntil: string,
+  renewal: { now: string; leaseUntil: string },
 ): Promise<boolean> {
   const result = await db
     .updateTable('backup_schedule')
-    .set({ lease_until: leaseUntil })
+    .set({ lease_until: renewal.leaseUntil })
     .where('id', '=', SCHEDULE_ID)
     .where('holder', '=', holder)
+    .where('lease_until', '>=', renewal.now)
     .executeTakeFirst()
   return Number(result.numUpdatedRows) === 1
 }

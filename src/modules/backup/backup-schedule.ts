@@ -119,16 +119,33 @@ export function scheduleBackups(options: ScheduleOptions): BackupScheduler {
       return 'taken'
     }
     const location = locationOf(options.target, slot)
-    const renew = setInterval(
-      () => {
-        const until = new Date(now().getTime() + leaseMs).toISOString()
-        renewLease(options.db, node, until).catch(() => {})
-      },
-      Math.min(RENEW_MS, leaseMs / 4),
-    )
+    // A lease that lapses stops the backup: another node may take the next slot once it has,
+    // and two nodes must never write at once (decisions 245).
+    const lease = new AbortController()
+    let heldUntil = at.getTime() + leaseMs
+    const renewEvery = Math.min(RENEW_MS, leaseMs / 4)
+    const renew = setInterval(() => {
+      const t = now().getTime()
+      renewLease(options.db, node, {
+        now: new Date(t).toISOString(),
+        leaseUntil: new Date(t + leaseMs).toISOString(),
+      })
+        .then((held) => {
+          if (held) heldUntil = t + leaseMs
+          else lease.abort(new Error('the backup lease lapsed or another node took it over'))
+        })
+        .catch((error: unknown) => {
+          // The database did not answer: stop before the lease ends unrenewed.
+          if (now().getTime() + renewEvery >= heldUntil) {
+            lease.abort(
+              new Error(`the backup lease could not be renewed in time: ${message(error)}`),
+            )
+          }
+        })
+    }, renewEvery)
     renew.unref()
     try {
-      const result = await options.run(location, abort.signal)
+      const result = await options.run(location, AbortSignal.any([abort.signal, lease.signal]))
       clearInterval(renew)
       await recordSuccess(options.db, node, {
         at: now().toISOString(),
@@ -158,7 +175,9 @@ export function scheduleBackups(options: ScheduleOptions): BackupScheduler {
 
   const job = new Cron(options.cron, { timezone: 'Etc/UTC', protect: true }, async (self) => {
     if (running !== undefined) return
-    const slot = self.currentRun() ?? now()
+    // The planned time, not croner's firing time (currentRun: a few ms later, different on
+    // each node): every node of a cluster claims the same slot.
+    const slot = slotOf(self, self.currentRun() ?? now())
     running = runSlot(slot).finally(() => {
       running = undefined
     })
@@ -207,6 +226,17 @@ export function scheduleBackups(options: ScheduleOptions): BackupScheduler {
       clearTimeout(timer)
     },
   }
+}
+
+/**
+ * The planned time of the run that fired at `firedAt`: the pattern's latest time at or before
+ * it (croner fires at the planned second or a little after; at least a second later, or
+ * later still when the process was busy). Milliseconds are never part of a slot.
+ */
+export function slotOf(cron: Cron, firedAt: Date): Date {
+  const second = Math.floor(firedAt.getTime() / 1000) * 1000
+  // previousRuns answers times strictly before the one given.
+  return cron.previousRuns(1, new Date(second + 1000))[0] ?? new Date(second)
 }
 
 function locationOf(target: ScheduledTarget, slot: Date): BackupLocation {

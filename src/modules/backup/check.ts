@@ -48,7 +48,10 @@ export interface CheckReport {
 export interface CheckInput {
   db: Executor
   keyring: Keyring
-  /** Sealed columns whose every ciphertext must decrypt (documents, user attributes). */
+  /**
+   * Sealed columns whose every ciphertext must decrypt (documents, user attributes, MFA secrets,
+   * reset flows' keys).
+   */
   columns: SealedColumn[]
   /** The BLOBs' column: stream keys, and each BLOB's object (scope `vault\nobject key`). */
   blobs: SealedColumn

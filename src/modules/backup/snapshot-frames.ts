@@ -31,11 +31,39 @@ export const OBJECT_TABLE = {
   contentColumns: ['object_key', 'content_key', 'size', 'mime_type', 'filename', 'updated_at'],
 } as const
 
-/** Rows read per page at first; the page then follows PAGE_TARGET_BYTES. */
-const FIRST_PAGE_ROWS = 500
-const MAX_PAGE_ROWS = 2000
-/** A page of rows is about this large in memory (rows are read page by page). */
-const PAGE_TARGET_BYTES = 4 * 1024 * 1024
+/** How a table is read: page sizes in rows, and how large a page is in memory. */
+interface Paging {
+  /** Rows read per page at first; the page then follows `targetBytes`. */
+  firstRows: number
+  maxRows: number
+  /** A page of rows is about this large in memory (rows are read page by page). */
+  targetBytes: number
+  /** Give the event loop a turn between pages. */
+  yieldBetween: boolean
+}
+
+/** PostgreSQL: the driver reads off the event loop, so pages can be large. */
+const LARGE_PAGES: Paging = {
+  firstRows: 500,
+  maxRows: 2000,
+  targetBytes: 4 * 1024 * 1024,
+  yieldBetween: false,
+}
+
+/**
+ * SQLite: each page is a synchronous read on the event loop of the serving process (a scheduled
+ * backup), so pages are small (about 256 KiB, a few ms) and requests run between them
+ * (decisions 246).
+ */
+export const SQLITE_PAGES: Paging = {
+  firstRows: 10,
+  maxRows: 250,
+  targetBytes: 256 * 1024,
+  yieldBetween: true,
+}
+
+const pagingOf = (dialect: DialectName): Paging =>
+  dialect === 'sqlite' ? SQLITE_PAGES : LARGE_PAGES
 /** A Rows frame is cut once it passes this. */
 const ROWS_FRAME_BYTES = 1024 * 1024
 /** Attempts to find a BLOB's current object when its own was replaced meanwhile. */
@@ -123,7 +151,7 @@ async function* generate(
     const hash = createHash('sha256')
     let rows = 0
     const withObjects = table.name === OBJECT_TABLE.name
-    for await (const page of pages(snapshot, table, signal)) {
+    for await (const page of pages(snapshot, table, signal, pagingOf(input.dialect))) {
       if (!withObjects) {
         for (const payload of rowsPayloads(page)) {
           hash.update(payload)
@@ -181,17 +209,19 @@ async function* generate(
 
 /**
  * The table's rows in primary-key order, a page at a time; the page size follows the rows'
- * size, so a table of large documents holds about PAGE_TARGET_BYTES in memory, not a fixed count.
+ * size, so a table of large documents holds about `targetBytes` in memory, not a fixed count.
  */
 async function* pages(
   db: Executor,
   table: TableInfo,
   signal: AbortSignal | undefined,
+  paging: Paging = LARGE_PAGES,
 ): AsyncGenerator<Row[]> {
-  let size = FIRST_PAGE_ROWS
+  let size = paging.firstRows
   let after: Row | undefined
   const keyAt = table.primaryKey.map((c) => table.columns.indexOf(c))
-  for (;;) {
+  for (let first = true; ; first = false) {
+    if (paging.yieldBetween && !first) await new Promise((resolve) => setImmediate(resolve))
     signal?.throwIfAborted()
     const page = await pageRows(db, table, after, size)
     if (page.length === 0) return
@@ -201,7 +231,7 @@ async function* pages(
     after = keyAt.map((i) => last[i] ?? null)
     const bytes = page.reduce((sum, row) => sum + approximateBytes(row), 0)
     const perRow = Math.max(1, bytes / page.length)
-    size = Math.max(1, Math.min(MAX_PAGE_ROWS, Math.floor(PAGE_TARGET_BYTES / perRow)))
+    size = Math.max(1, Math.min(paging.maxRows, Math.floor(paging.targetBytes / perRow)))
   }
 }
 

@@ -13,6 +13,46 @@ export const REENCRYPT_MAX_PASSES = 5
 /** Added to CURRENT_KEY_TTL_MS before the closing pass. */
 const SWITCH_MARGIN_MS = 1000
 
+interface OwnsSealedColumn {
+  sealedColumn(): SealedColumn
+}
+
+/** The services that own keyring ciphertexts (the node's deps have them all). */
+export interface SealedColumnOwners {
+  documents: OwnsSealedColumn
+  users: OwnsSealedColumn
+  blobService: OwnsSealedColumn
+  mfa: { sealedColumns(): SealedColumn[] }
+  passwordResets: OwnsSealedColumn
+}
+
+/**
+ * Every column sealed with an account's data key: document content, user attributes, BLOB
+ * keys, MFA secrets (active and pending) and password-reset flows' SendGrid API keys. A data
+ * key suspected exposed leaves nothing under it (decisions 247).
+ */
+export function reencryptedColumns(owners: SealedColumnOwners): SealedColumn[] {
+  return [
+    owners.documents.sealedColumn(),
+    owners.users.sealedColumn(),
+    owners.blobService.sealedColumn(),
+    ...owners.mfa.sealedColumns(),
+    owners.passwordResets.sealedColumn(),
+  ]
+}
+
+/** The same columns but the BLOBs' (`coffer check` opens BLOBs with their objects). */
+export function sealedRecordColumns(
+  owners: Omit<SealedColumnOwners, 'blobService'>,
+): SealedColumn[] {
+  return [
+    owners.documents.sealedColumn(),
+    owners.users.sealedColumn(),
+    ...owners.mfa.sealedColumns(),
+    owners.passwordResets.sealedColumn(),
+  ]
+}
+
 export interface AccountReencryption {
   account_id: string
   /** The data key everything is now under. */

@@ -172,3 +172,45 @@ export async function uncountAttempt(db: Executor, accountId: string, userId: st
     .where('failures', '>', 0)
     .execute()
 }
+
+/** The two sealed columns of `user_mfa` (`coffer keys reencrypt` walks each). */
+export type MfaSealedColumn = 'secret' | 'pending_secret'
+
+/** The account's rows by user id after `after` whose `column` is not under data key `keyId`. */
+export async function listSealedNotUnderKey(
+  db: Executor,
+  column: MfaSealedColumn,
+  accountId: string,
+  keyId: string,
+  after: string | undefined,
+  limit: number,
+): Promise<{ user_id: string; sealed: string }[]> {
+  let query = db
+    .selectFrom('user_mfa')
+    .select(['user_id', `${column} as sealed`])
+    .where('account_id', '=', accountId)
+    .where(column, 'is not', null)
+    .where(column, 'not like', `c1.${keyId}.%`)
+  if (after !== undefined) query = query.where('user_id', '>', after)
+  const rows = await query.orderBy('user_id').limit(limit).execute()
+  return rows.map((r) => ({ user_id: r.user_id, sealed: String(r.sealed) }))
+}
+
+/** Swaps the ciphertext in `column`, only if it is still `before` (a state change wins). */
+export async function replaceSealed(
+  db: Executor,
+  column: MfaSealedColumn,
+  accountId: string,
+  userId: string,
+  before: string,
+  after: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('user_mfa')
+    .set({ [column]: after })
+    .where('account_id', '=', accountId)
+    .where('user_id', '=', userId)
+    .where(column, '=', before)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}

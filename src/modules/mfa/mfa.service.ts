@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Keyring } from '../../crypto/keyring.js'
 import type { PasswordHasher } from '../../crypto/passwords.js'
+import type { SealedColumn } from '../../crypto/sealed-column.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { ILL_FORMED_TEXT, isWellFormedText } from '../../lib/input.js'
@@ -50,6 +51,29 @@ export class MfaService {
     private readonly users: UsersService,
     private readonly meter: Meter = noopMeter,
   ) {}
+
+  /**
+   * The active and the pending TOTP secrets, as `coffer keys reencrypt` walks them. A state
+   * change (confirm, disable, a code used) compares the ciphertext it read: one racing a
+   * re-encryption loses and is answered as if the secret had changed (the client retries).
+   */
+  sealedColumns(): SealedColumn[] {
+    const column = (name: string, field: repo.MfaSealedColumn): SealedColumn => ({
+      name,
+      listNotUnder: async (accountId, keyId, after, limit) =>
+        (await repo.listSealedNotUnderKey(this.db, field, accountId, keyId, after, limit)).map(
+          (row) => ({
+            id: row.user_id,
+            scope: '',
+            ciphertext: row.sealed,
+            context: secretContext(row.user_id),
+          }),
+        ),
+      replace: (accountId, record, sealed) =>
+        repo.replaceSealed(this.db, field, accountId, record.id, record.ciphertext, sealed),
+    })
+    return [column('mfa_secrets', 'secret'), column('mfa_pending_secrets', 'pending_secret')]
+  }
 
   /** A new pending secret (replacing any earlier one); refused once enrolled. */
   async startEnrollment(accountId: string, userId: string, issuer: unknown): Promise<Enrollment> {

@@ -1,6 +1,7 @@
 import type { Actor } from '../../access/principal.js'
 import { newTouchedId, outsideAudit } from '../../audit/context.js'
 import type { Keyring } from '../../crypto/keyring.js'
+import type { SealedColumn } from '../../crypto/sealed-column.js'
 import type { Clock } from '../../lib/clock.js'
 import { errors } from '../../lib/errors.js'
 import { resource } from '../../policy/index.js'
@@ -87,6 +88,22 @@ export class PasswordResetFlowsService {
     private readonly options: FlowsOptions,
   ) {
     this.#cooldown = new ResetCooldown(db, clock, RESEND_COOLDOWN_MS)
+  }
+
+  /** Flows' sealed SendGrid API keys, as `coffer keys reencrypt` walks them. */
+  sealedColumn(): SealedColumn {
+    return {
+      name: 'password_reset_flow_keys',
+      listNotUnder: async (accountId, keyId, after, limit) =>
+        (await repo.listKeysNotUnder(this.db, accountId, keyId, after, limit)).map((row) => ({
+          id: row.id,
+          scope: '',
+          ciphertext: row.sg_api_key,
+          context: keyContext(row.id),
+        })),
+      replace: (accountId, record, sealed) =>
+        repo.replaceSealedKey(this.db, accountId, record.id, record.ciphertext, sealed),
+    }
   }
 
   async create(actor: Actor, input: FlowInput): Promise<Flow> {

@@ -22,6 +22,7 @@ export const MAX_RESOURCE_LENGTH = 1024
 const TYPES = new Set([
   'Account',
   'Audit',
+  'Backups',
   'Blob',
   'Document',
   'Email',

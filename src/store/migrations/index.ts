@@ -19,6 +19,7 @@ import * as m0017 from './0017_policy_simulator.js'
 import * as m0018 from './0018_schema_reindex.js'
 import * as m0019 from './0019_master_key_fingerprint.js'
 import * as m0022 from './0022_backup_schedule.js'
+import * as m0023 from './0023_backup_status.js'
 
 /** Every migration in order. Never edit one that has shipped: add the next file instead. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018_schema_reindex': m0018,
   '0019_master_key_fingerprint': m0019,
   '0022_backup_schedule': m0022,
+  '0023_backup_status': m0023,
 }
