@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { basicHeader } from './helpers/app.js'
+import {
+  bootstrapCredentials,
+  type SharedDatabase,
+  sharedDatabase,
+  startServerProcess,
+} from './helpers/processes.js'
+import { testDialect } from './helpers/store.js'
+
+/**
+ * Issue 21, idle RSS: what only some nodes or requests need is loaded on first use. The AWS SDK
+ * (~25 MB resident) is for the S3 store and backups to S3 only: a node on the file store that
+ * serves requests never loads it, even though the backup module names the S3 store statically.
+ * Each process runs with a preload (helpers/loaded-packages.cjs) that lists, at exit, the
+ * files it loaded from the packages watched.
+ */
+const PRELOAD = fileURLToPath(new URL('./helpers/loaded-packages.cjs', import.meta.url))
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const execFileAsync = promisify(execFile)
+
+describe(`modules loaded on first use (${testDialect})`, () => {
+  let db: SharedDatabase
+  let dir: string
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    dir = mkdtempSync(join(tmpdir(), 'coffer-lazy-'))
+  })
+  afterAll(async () => {
+    await db?.drop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const watch = (file: string) => ({
+    LOADED_PACKAGES: '@aws-sdk,@smithy',
+    LOADED_PACKAGES_FILE: file,
+  })
+  const loaded = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as string[]
+
+  it('a node on the file store serves requests without loading the AWS SDK', async () => {
+    const file = join(dir, 'serve.json')
+    const dataDir = db.dataDir()
+    const server = await startServerProcess({
+      ...db.env(dataDir),
+      ...watch(file),
+      NODE_OPTIONS: `--require ${PRELOAD}`,
+    })
+    try {
+      const admin = bootstrapCredentials(dataDir)
+      const auth = { authorization: basicHeader(admin.api_key) }
+      const me = await fetch(`${server.url}/v1/auth/me`, { headers: auth })
+      expect(me.status).toBe(200)
+      const vault = await fetch(`${server.url}/v1/vaults`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ name: 'lazy' }).toString(),
+      })
+      expect(vault.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+    expect(loaded(file)).toEqual([])
+  }, 60_000)
+
+  it('the S3 store loads it on its first use, and its objects are the SDK’s own', async () => {
+    // The control: the preload does see the SDK once something constructs an S3 client.
+    const file = join(dir, 'store.json')
+    const script = `
+      const { createRequire } = await import('node:module')
+      const require = createRequire(process.cwd() + '/')
+      const { s3Sdk, PutObjectCommand, S3Client } = await import(${JSON.stringify(new URL('../src/blob/s3-sdk.ts', import.meta.url).href)})
+      const { S3BlobStore } = await import(${JSON.stringify(new URL('../src/blob/s3-blob-store.ts', import.meta.url).href)})
+      const before = Object.keys(require.cache).some((f) => f.includes('/@aws-sdk/'))
+      const store = new S3BlobStore({ region: 'us-east-1', bucket: 'b', endpoint: 'http://127.0.0.1:9' })
+      const command = new PutObjectCommand({ Bucket: 'b', Key: 'k' })
+      const client = new S3Client({ region: 'us-east-1' })
+      console.log(JSON.stringify({
+        before,
+        command: command instanceof s3Sdk().PutObjectCommand,
+        name: command.constructor.name,
+        input: command.input,
+        client: client instanceof s3Sdk().S3Client,
+      }))
+      store.close()
+      client.destroy()
+    `
+    const { stdout } = await execFileAsync(
+      process.execPath,
+      ['--require', PRELOAD, '--import', TSX, '--input-type=module', '-e', script],
+      { env: { ...process.env, ...watch(file) } },
+    )
+    expect(JSON.parse(stdout)).toEqual({
+      before: false,
+      command: true,
+      name: 'PutObjectCommand',
+      input: { Bucket: 'b', Key: 'k' },
+      client: true,
+    })
+    expect(loaded(file).some((f) => f.includes('/@aws-sdk/client-s3/'))).toBe(true)
+  }, 60_000)
+})
