@@ -1,14 +1,16 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { basicHeader } from './helpers/app.js'
 import {
   bootstrapCredentials,
+  cofferEnv,
   type SharedDatabase,
   sharedDatabase,
   startServerProcess,
@@ -25,6 +27,8 @@ import { testDialect } from './helpers/store.js'
 const PRELOAD = fileURLToPath(new URL('./helpers/loaded-packages.cjs', import.meta.url))
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const execFileAsync = promisify(execFile)
+const YOUNG = fileURLToPath(new URL('./helpers/young-generation.cjs', import.meta.url))
+const MiB = 1024 * 1024
 
 describe(`modules loaded on first use (${testDialect})`, () => {
   let db: SharedDatabase
@@ -104,5 +108,102 @@ describe(`modules loaded on first use (${testDialect})`, () => {
       client: true,
     })
     expect(loaded(file).some((f) => f.includes('/@aws-sdk/client-s3/'))).toBe(true)
+  }, 60_000)
+})
+
+/**
+ * The `coffer` command (src/coffer.ts) holds V8's young generation at its first size while the
+ * program loads (lib/startup-heap.ts); `serve` lets it grow once it listens. Each server runs
+ * with a preload (helpers/young-generation.cjs) that writes the young generation's resident
+ * size at exit; src/main.ts run directly (no hold) is the control: its loading grows it to 32 MiB.
+ */
+describe(`the young generation while coffer loads (${testDialect})`, () => {
+  let db: SharedDatabase
+  let dir: string
+  beforeAll(async () => {
+    db = await sharedDatabase()
+    dir = mkdtempSync(join(tmpdir(), 'coffer-young-'))
+  })
+  afterAll(async () => {
+    await db?.drop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Starts `serve` from the entry, waits for it to listen and 500 ms more, stops it. */
+  async function youngAfterStart(entry: 'coffer' | 'main'): Promise<number> {
+    const file = join(dir, `${entry}.young`)
+    const dataDir = db.dataDir()
+    const script = fileURLToPath(new URL(`../src/${entry}.ts`, import.meta.url))
+    const child = spawn(process.execPath, ['--require', YOUNG, '--import', TSX, script, 'serve'], {
+      env: cofferEnv({
+        ...db.env(dataDir),
+        COFFER_PORT: '0',
+        COFFER_SERVE: 'api',
+        YOUNG_GENERATION_FILE: file,
+      }),
+    })
+    let out = ''
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 45_000)
+      const onData = (chunk: Buffer) => {
+        out += chunk.toString()
+        const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+        if (!m) return
+        clearTimeout(timer)
+        resolve(m[1] as string)
+      }
+      child.stdout.on('data', onData)
+      child.stderr.on('data', onData)
+      child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)))
+    })
+    expect((await fetch(`${url}/healthz`)).status).toBe(200)
+    await sleep(500)
+    const exited = new Promise((r) => child.once('exit', r))
+    child.kill('SIGTERM')
+    await exited
+    return Number(readFileSync(file, 'utf8'))
+  }
+
+  it('coffer serve idles with a young generation of a few MiB; main.ts unheld grows it', async () => {
+    const held = await youngAfterStart('coffer')
+    const unheld = await youngAfterStart('main')
+    expect(held).toBeGreaterThan(0)
+    expect(held).toBeLessThanOrEqual(8 * MiB)
+    expect(unheld).toBeGreaterThanOrEqual(16 * MiB)
+  }, 120_000)
+
+  it('held, surviving allocations do not grow it; released, they do (requests keep their GC)', async () => {
+    // In a process of its own: V8 flags are the whole process's.
+    const script = `
+      const { getHeapSpaceStatistics } = await import('node:v8')
+      const { holdStartupHeap, startupHeapDone } = await import(${JSON.stringify(new URL('../src/lib/startup-heap.ts', import.meta.url).href)})
+      const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size
+      const churn = () => {
+        // Objects that live across several scavenges: what makes V8 grow the young generation.
+        const keep = []
+        for (let i = 0; i < 400_000; i++) {
+          keep.push({ i, s: 'x' + i })
+          if (keep.length > 100_000) keep.splice(0, 50_000)
+        }
+        return keep.length
+      }
+      const before = young()
+      const holding = holdStartupHeap()
+      churn()
+      const held = young()
+      startupHeapDone()
+      churn()
+      churn()
+      console.log(JSON.stringify({ before, holding, held, released: young() }))
+    `
+    const { stdout } = await execFileAsync(
+      process.execPath,
+      ['--import', TSX, '--input-type=module', '-e', script],
+      { env: { ...process.env, NODE_OPTIONS: '' } },
+    )
+    const r = JSON.parse(stdout) as Record<string, number | boolean>
+    expect(r.holding).toBe(true)
+    expect(r.held).toBe(r.before)
+    expect(r.released as number).toBeGreaterThan(r.held as number)
   }, 60_000)
 })
