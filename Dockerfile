@@ -69,5 +69,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
 # Give the container a stop timeout longer than both together (plus 5 s).
 STOPSIGNAL SIGTERM
 # node itself is PID 1 and receives the signal (no npm wrapper, which would not forward it).
-ENTRYPOINT ["node", "dist/main.js"]
+ENTRYPOINT ["node", "dist/coffer.js"]
 CMD ["serve"]

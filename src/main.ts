@@ -39,6 +39,7 @@ import {
 } from './http/tls-listeners.js'
 import { transportProblems } from './http/transport-guard.js'
 import { isUuid } from './lib/ids.js'
+import { startupHeapDone } from './lib/startup-heap.js'
 import type { Meter } from './metrics/meter.js'
 import type { Metrics } from './metrics/prometheus.js'
 import { bootstrapFirstAccount } from './modules/accounts/bootstrap.js'
@@ -430,6 +431,7 @@ async function serve(config: Config, mode: ServeMode, envFile: EnvFileOutcome): 
       : undefined
   await metricsApp?.listen({ host: metricsConfig.host, port: metricsConfig.port })
   if (metricsApp) log({}, `Metrics listening at ${listenAddress(metricsApp)}`)
+  startupHeapDone()
   const served: ServedListener[] = []
   if (app && tls.api) served.push({ listener: 'api', server: tlsServer(app), material: tls.api })
   if (consentApp && tls.consent)
@@ -999,6 +1001,8 @@ async function main(argv: string[]): Promise<number> {
     await serve(config, serveMode(argv.slice(1), config.serve), envFile)
     return -1
   }
+  // Any other command may be long (a backup, a rotation): it runs with the default growth.
+  startupHeapDone()
   if (command === 'migrate') {
     const store = await open(config)
     await store.close()

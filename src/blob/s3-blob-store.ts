@@ -1,5 +1,12 @@
 import { Readable } from 'node:stream'
 import {
+  BlobNotFoundError,
+  type BlobStore,
+  BlobStoreUnavailableError,
+  type StoredObject,
+} from './blob-store.js'
+import { assertValidBlobKey } from './fs-blob-store.js'
+import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
@@ -15,14 +22,7 @@ import {
   S3Client,
   UploadPartCommand,
   type UploadPartCommandOutput,
-} from '@aws-sdk/client-s3'
-import {
-  BlobNotFoundError,
-  type BlobStore,
-  BlobStoreUnavailableError,
-  type StoredObject,
-} from './blob-store.js'
-import { assertValidBlobKey } from './fs-blob-store.js'
+} from './s3-sdk.js'
 
 export interface S3BlobStoreOptions {
   /** Custom endpoint (MinIO, Ceph, R2, s3rver...); AWS S3 when absent. */

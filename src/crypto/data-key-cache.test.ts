@@ -39,4 +39,47 @@ describe('DataKeyCache', () => {
     expect(cache.has('other', 'k4')).toBe(true)
     expect(cache.has('held', 'k0')).toBe(false)
   })
+
+  it('answers the newest entry without a move, and never once it has left', () => {
+    const keys = [0, 1, 2, 3].map(() => randomBytes(32))
+    const cache = new DataKeyCache(() => 0, 3)
+    cache.set('a', 'k0', keys[0] as Buffer)
+    cache.set('b', 'k1', keys[1] as Buffer)
+    cache.set('c', 'k2', keys[2] as Buffer)
+    // The first get moves a to the newest end; the second is the shortcut.
+    expect(cache.get('a', 'k0')).toBe(keys[0])
+    expect(cache.get('a', 'k0')).toBe(keys[0])
+    cache.set('d', 'k3', keys[3] as Buffer)
+    expect(cache.has('b', 'k1')).toBe(false)
+    expect(cache.get('a', 'k0')).toBe(keys[0])
+    // Same key id under another account, same account under another id: not the newest.
+    expect(cache.get('x', 'k0')).toBeUndefined()
+    expect(cache.get('a', 'k9')).toBeUndefined()
+    // A bound of one: the newest is evicted by the next set, and a get of it misses.
+    const one = new DataKeyCache(() => 0, 1)
+    one.set('a', 'k0', keys[0] as Buffer)
+    expect(one.get('a', 'k0')).toBe(keys[0])
+    one.set('b', 'k1', keys[1] as Buffer)
+    expect(one.get('a', 'k0')).toBeUndefined()
+    expect(one.get('b', 'k1')).toBe(keys[1])
+    // A replaced key is answered as replaced.
+    one.set('b', 'k1', keys[2] as Buffer)
+    expect(one.get('b', 'k1')).toBe(keys[2])
+  })
+
+  it('a held entry kept past the bound ends the shortcut: the LRU order stays exact', () => {
+    let now = 1_000
+    const keys = [0, 1, 2].map(() => randomBytes(32))
+    const cache = new DataKeyCache(() => now, 1)
+    cache.hold('held')
+    cache.set('held', 'k0', keys[0] as Buffer)
+    cache.set('other', 'k1', keys[1] as Buffer)
+    // other was evicted (held stays): a get of it must miss, not take the shortcut.
+    expect(cache.get('other', 'k1')).toBeUndefined()
+    expect(cache.get('held', 'k0')).toBe(keys[0])
+    now += PRELOAD_HOLD_MS
+    cache.set('other', 'k2', keys[2] as Buffer)
+    expect(cache.get('held', 'k0')).toBeUndefined()
+    expect(cache.get('other', 'k2')).toBe(keys[2])
+  })
 })

@@ -65,19 +65,23 @@ function workerModule(url: URL | undefined): { filename: string; execArgv: strin
  * whole pool: its unfinished reads are rejected with ReadPoolUnavailable, its threads are
  * ended, and every read is refused at once for `retryMs`; the next read after that starts a
  * fresh pool (the cause may have passed: a file briefly unreadable, no memory for a thread).
+ *
+ * The threads start on the first read, not with the store: each is a V8 isolate of its own
+ * (~13 MB resident), and a node that is never asked a search (most reads are by id) should not
+ * carry them (issue 21, idle RSS). The first search pays their start (tens of milliseconds).
  */
 export class ReadPool {
-  #pool: Piscina<readonly ReadQuery[], ReadOutcome>
+  #pool: Piscina<readonly ReadQuery[], ReadOutcome> | undefined
   /** Set while the pool is failed: why, and when. */
   #failure: { error: unknown; at: number } | undefined
   /** Reject functions of the reads sent to the current pool and not yet answered. */
   readonly #unanswered = new Set<(error: Error) => void>()
   /** Every thread ever started and not yet exited. */
   readonly #live = new Set<Worker>()
+  /** Closed with the store: no thread is started after that. */
+  #closed = false
 
-  constructor(readonly options: ReadPoolOptions) {
-    this.#pool = this.#start()
-  }
+  constructor(readonly options: ReadPoolOptions) {}
 
   #start(): Piscina<readonly ReadQuery[], ReadOutcome> {
     const { filename, execArgv } = workerModule(this.options.workerUrl)
@@ -142,8 +146,10 @@ export class ReadPool {
       if (Date.now() - this.#failure.at < (this.options.retryMs ?? READ_POOL_RETRY_MS))
         throw new ReadPoolUnavailable(this.#failure.error)
       this.#failure = undefined
-      this.#pool = this.#start()
+      this.#pool = undefined
     }
+    if (this.#closed) throw new ReadPoolUnavailable(new Error('the read pool is closed'))
+    this.#pool ??= this.#start()
     const pool = this.#pool
     const outcome = await new Promise<ReadOutcome>((resolve, reject) => {
       this.#unanswered.add(reject)
@@ -168,17 +174,18 @@ export class ReadPool {
 
   /** Threads terminated by a stop whose statement has not returned yet. */
   abandoned(): number {
-    this.#track(this.#pool)
-    return Math.max(0, this.#live.size - this.#pool.threads.length)
+    if (this.#pool) this.#track(this.#pool)
+    return Math.max(0, this.#live.size - (this.#pool?.threads.length ?? 0))
   }
 
-  /** Threads alive now, abandoned ones included (tests, metrics). */
+  /** Threads alive now, abandoned ones included (tests, metrics); none before the first read. */
   liveThreads(): number {
-    this.#track(this.#pool)
+    if (this.#pool) this.#track(this.#pool)
     return this.#live.size
   }
 
   async close(): Promise<void> {
-    await this.#pool.destroy()
+    this.#closed = true
+    await this.#pool?.destroy()
   }
 }

@@ -31,7 +31,7 @@ import { testDialect } from '../helpers/store.js'
 
 /**
  * The image's runtime, without Docker: `npm run build`'s output started the way the image's
- * ENTRYPOINT does (`node dist/main.js serve`), with a compose node's settings (hosts pointed at
+ * ENTRYPOINT does (`node dist/coffer.js serve`), with a compose node's settings (hosts pointed at
  * the test database and an S3 server), as the image's unprivileged user when the tests run as
  * root, probed with the image's HEALTHCHECK command as Docker runs it.
  */
@@ -57,7 +57,7 @@ function freePort(): Promise<number> {
   })
 }
 
-describe('image entry: dist/main.js serve with the compose settings', () => {
+describe('image entry: dist/coffer.js serve with the compose settings', () => {
   let db: SharedDatabase
   let s3: TestS3Server
   let env: NodeJS.ProcessEnv
@@ -106,7 +106,7 @@ describe('image entry: dist/main.js serve with the compose settings', () => {
       COFFER_PORT: String(port),
       COFFER_CONSENT_PORT: String(consentPort),
     })
-    child = spawn(process.execPath, ['dist/main.js', 'serve'], {
+    child = spawn(process.execPath, ['dist/coffer.js', 'serve'], {
       cwd: APP,
       env,
       ...(asImageUser ? { uid: IMAGE_UID, gid: IMAGE_UID } : {}),
@@ -130,7 +130,7 @@ describe('image entry: dist/main.js serve with the compose settings', () => {
   })
 
   it('the build output holds the ENTRYPOINT’s file', () => {
-    expect(existsSync(join(OUT, 'main.js'))).toBe(true)
+    expect(existsSync(join(OUT, 'coffer.js'))).toBe(true)
   })
 
   it('turns healthy (database, migrations, S3 ready) as the unprivileged user', async () => {

@@ -226,15 +226,17 @@ describe('deploy recipe: image', () => {
     expect(instruction('VOLUME').map((i) => i.args)).toEqual([`["${imageEnv.COFFER_DATA_DIR}"]`])
   })
 
-  it('starts node on the build output of src/main.ts, serve by default', () => {
+  it('starts node on the build output of src/coffer.ts (the `coffer` command), serve by default', () => {
     expect(instruction('ENTRYPOINT').map((i) => JSON.parse(i.args))).toEqual([
-      ['node', 'dist/main.js'],
+      ['node', 'dist/coffer.js'],
     ])
     expect(instruction('CMD').map((i) => JSON.parse(i.args))).toEqual([['serve']])
     // tsconfig.build.json maps src/X.ts to dist/X.js (the build itself: image-entry test).
     const build = JSON.parse(read('tsconfig.build.json'))
     expect(build.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' })
-    expect(existsSync(join(ROOT, 'src', 'main.ts'))).toBe(true)
+    expect(existsSync(join(ROOT, 'src', 'coffer.ts'))).toBe(true)
+    // package.json's `coffer` command is the same file.
+    expect(JSON.parse(read('package.json')).bin).toEqual({ coffer: 'dist/coffer.js' })
   })
 
   it('the runtime holds production dependencies and dist/ only', () => {

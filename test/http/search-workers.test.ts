@@ -104,7 +104,10 @@ describe.skipIf(testDialect !== 'sqlite')('search on the SQLite read pool', () =
       f = await make({ workers: 2, queue: 8, timeoutMs: 5000 })
     })
 
-    it('runs searches on worker threads, not inline', async () => {
+    it('starts its threads on the first search, and runs searches on them, not inline', async () => {
+      // None before: a node never asked a search carries no thread (issue 21, idle RSS).
+      expect(f.server.testApp.deps.store.readPool?.liveThreads()).toBe(0)
+      expect((await search(f, 'nobody')).status).toBe(200)
       expect(f.server.testApp.deps.store.readPool?.liveThreads()).toBe(2)
     })
 
