@@ -22,13 +22,6 @@ export const AUDIT_BATCH_MAX = 256
  */
 export const AUDIT_PREDICTED_HEADS_MAX = 10_000
 
-/**
- * PostgreSQL: flushes that may run at once. They meet at the chain heads' row locks, but each
- * one's round trips (begin, lock, insert, commit and its fsync) overlap the others' instead of
- * queueing behind them. SQLite has one connection and one writer: one flush.
- */
-export const AUDIT_FLUSHES_MAX_PG = 4
-
 /** Told of every event once it is stored (the optional streaming copy, audit/sink.ts). */
 export type AuditListener = (events: readonly ChainedEvent[]) => void
 
@@ -59,24 +52,23 @@ export class AuditWriterClosed extends Error {
 /**
  * Group commit (issue 13): events of requests that wrote nothing — reads, refusals, errors —
  * are stored several per transaction. A flush takes up to AUDIT_BATCH_MAX queued events; events
- * that arrive while every flush is busy wait for the next batch (one flush at a time on SQLite,
- * AUDIT_FLUSHES_MAX_PG on PostgreSQL). A request's answer waits for
- * its batch; a failed batch fails every request in it (503 AUDIT_UNAVAILABLE).
+ * that arrive while it is stored wait for the next batch (one flush at a time; on PostgreSQL
+ * its accounts are appended side by side, each in one round trip when its head is predicted;
+ * on a SQLite file the next batch commits while the last one's WAL sync runs). A request's
+ * answer waits for its batch; a failed batch fails every request of its account (503
+ * AUDIT_UNAVAILABLE).
  */
 export class AuditWriter {
   readonly #queue: Pending[] = []
-  /** Flushes running now (at most #maxFlushes). */
+  /** Flushes running now: at most one (a batch forms while the one before is stored). */
   #active = 0
   readonly #listeners: AuditListener[] = []
   #closed = false
 
-  readonly #maxFlushes: number
   /** PostgreSQL: batches appended in one round trip after a predicted head, or under the lock. */
   readonly appendPaths = { predicted: 0, locked: 0 }
   /** PostgreSQL: where this node expects each account's chain to end (#appendPg). */
   readonly #heads = new Map<string, ChainHead>()
-  /** PostgreSQL: each account's last batch sent, until it ends (#appendPg). */
-  readonly #tails = new Map<string, Promise<void>>()
   /** SQLite batches committed, their WAL fdatasync not yet done (relaxed commits only). */
   #syncing = 0
 
@@ -90,9 +82,7 @@ export class AuditWriter {
     private readonly dialect: ChainDialect,
     private readonly meter: Meter = noopMeter,
     private readonly walSync?: WalGroupSync,
-  ) {
-    this.#maxFlushes = dialect === 'postgres' ? AUDIT_FLUSHES_MAX_PG : 1
-  }
+  ) {}
 
   /** Another listener is told after each stored batch and write (best effort, never awaited). */
   onStored(listener: AuditListener): void {
@@ -112,7 +102,7 @@ export class AuditWriter {
     for (const e of events) this.#heads.set(e.accountId, { seq: e.seq, hash: e.hash })
   }
 
-  /** One account's events at a time: a failure fails only that account's requests. */
+  /** The batch's accounts side by side: a failure fails only that account's requests. */
   async #flushPg(batch: readonly Pending[]): Promise<void> {
     const byAccount = new Map<string, Pending[]>()
     for (const p of batch) {
@@ -120,38 +110,23 @@ export class AuditWriter {
       if (list) list.push(p)
       else byAccount.set(p.event.accountId, [p])
     }
-    for (const [accountId, pending] of byAccount) {
-      try {
-        const events = pending.map((p) => p.event)
-        this.#stored(pending, await this.#appendPg(accountId, events))
-      } catch (error) {
-        this.#failed(pending, error)
-      }
-    }
+    await Promise.all(
+      [...byAccount].map(async ([accountId, pending]) => {
+        try {
+          const events = pending.map((p) => p.event)
+          this.#stored(pending, await this.#appendPg(accountId, events))
+        } catch (error) {
+          this.#failed(pending, error)
+        }
+      }),
+    )
   }
 
   /**
    * One round trip when this node knows where the account's chain ends (audit/chain.ts
    * appendPredictedPg); else, or when the head has moved, the locked transaction.
    */
-  #appendPg(accountId: string, events: AuditEventInput[]): Promise<ChainedEvent[]> {
-    // One account's batches go one after the other: sent at once on two pool connections, the
-    // later one could reach the server first, find the head not yet where it predicted, and
-    // take the slow path. Batches of other accounts run beside them.
-    const before = this.#tails.get(accountId)
-    const appended = (before ?? Promise.resolve()).then(() => this.#appendPgNow(accountId, events))
-    const tail = appended.then(
-      () => undefined,
-      () => undefined,
-    )
-    this.#tails.set(accountId, tail)
-    void tail.then(() => {
-      if (this.#tails.get(accountId) === tail) this.#tails.delete(accountId)
-    })
-    return appended
-  }
-
-  async #appendPgNow(accountId: string, events: AuditEventInput[]): Promise<ChainedEvent[]> {
+  async #appendPg(accountId: string, events: AuditEventInput[]): Promise<ChainedEvent[]> {
     const predicted = this.#heads.get(accountId)
     if (predicted) {
       const rows = chainAfter(predicted, events)
@@ -183,7 +158,7 @@ export class AuditWriter {
       return
     }
     this.#queue.push({ event, done })
-    if (this.#active < this.#maxFlushes) {
+    if (this.#active === 0) {
       this.#active++
       // Not in the context of the request that started it: the flush serves many requests,
       // and must not end at that one's deadline or carry its audit state.
