@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AuditEventInput } from '../../src/audit/event.js'
 import { verifyChains } from '../../src/audit/verify.js'
 import { AuditWriter } from '../../src/audit/writer.js'
 import type { Store } from '../../src/store/db.js'
 import { WalGroupSync } from '../../src/store/wal-sync.js'
+import { auditEvent } from '../helpers/audit-event.js'
 import { openTestStore, testDialect } from '../helpers/store.js'
 
 /**
@@ -17,32 +17,7 @@ import { openTestStore, testDialect } from '../helpers/store.js'
  * after every batch (data writes keep it).
  */
 const ACCOUNT = '01a00000-0000-7000-8000-0000000000ee'
-let n = 0
-
-function event(accountId = ACCOUNT): AuditEventInput {
-  n++
-  return {
-    accountId,
-    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    at: new Date().toISOString(),
-    transactionId: `10000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    actorUserId: null,
-    credentialKind: 'api_key',
-    credentialRef: 'abcdefabcdef',
-    satId: null,
-    satCreatorId: null,
-    clientIp: '10.0.0.1',
-    method: 'GET',
-    route: '/v1/vaults',
-    operation: 'vault.list',
-    resources: { vault: [`20000000-0000-4000-8000-${String(n).padStart(12, '0')}`] },
-    decision: 'allowed',
-    reason: null,
-    status: 200,
-    operationsConsumed: 1,
-    operationsCategory: null,
-  }
-}
+const event = (accountId = ACCOUNT) => auditEvent(accountId)
 
 describe.skipIf(testDialect !== 'sqlite')('audit batches on a SQLite file', () => {
   let dir: string

@@ -1,10 +1,10 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { appendToChains, type Exec } from '../../src/audit/chain.js'
-import type { AuditEventInput } from '../../src/audit/event.js'
 import { verifyChains } from '../../src/audit/verify.js'
 import { AuditWriter } from '../../src/audit/writer.js'
 import { openStore, type Store } from '../../src/store/db.js'
+import { auditEvent } from '../helpers/audit-event.js'
 import { openTestStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
@@ -17,32 +17,7 @@ let a: Store
 let b: Store
 const ACCOUNT = '01a00000-0000-7000-8000-0000000000cc'
 const OTHER = '01a00000-0000-7000-8000-0000000000dd'
-let n = 0
-
-function event(accountId = ACCOUNT): AuditEventInput {
-  n++
-  return {
-    accountId,
-    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    at: new Date().toISOString(),
-    transactionId: `10000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    actorUserId: null,
-    credentialKind: 'api_key',
-    credentialRef: 'abcdefabcdef',
-    satId: null,
-    satCreatorId: null,
-    clientIp: '10.0.0.1',
-    method: 'GET',
-    route: '/v1/vaults',
-    operation: 'vault.list',
-    resources: { vault: [`20000000-0000-4000-8000-${String(n).padStart(12, '0')}`] },
-    decision: 'allowed',
-    reason: null,
-    status: 200,
-    operationsConsumed: 1,
-    operationsCategory: null,
-  }
-}
+const event = (accountId = ACCOUNT) => auditEvent(accountId)
 
 beforeAll(async () => {
   a = await openTestStore()
