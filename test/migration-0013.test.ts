@@ -1,9 +1,8 @@
-import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely'
+import type { Migrator } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FULL_ACCESS_POLICY } from '../src/modules/accounts/accounts.service.js'
 import type { Store } from '../src/store/db.js'
-import { migrations } from '../src/store/migrations/index.js'
-import type { Database } from '../src/store/schema.js'
+import { migratorOf } from './helpers/migrator.js'
 import { openTestStore, testDialect } from './helpers/store.js'
 
 /**
@@ -28,18 +27,6 @@ const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc01'
 
 let store: Store
 let migrator: Migrator
-
-async function migratorOf(db: Kysely<Database>): Promise<Migrator> {
-  const schema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined
-  return new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
-  })
-}
 
 const policyOf = async (id: string) =>
   JSON.parse(

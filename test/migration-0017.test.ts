@@ -1,92 +1,11 @@
-import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FULL_ACCESS_POLICY } from '../src/modules/accounts/accounts.service.js'
-import type { Store } from '../src/store/db.js'
-import { migrations } from '../src/store/migrations/index.js'
-import type { Database } from '../src/store/schema.js'
-import { openTestStore, testDialect } from './helpers/store.js'
+import { describePolicyGrantMigration } from './helpers/policy-grant-migration.js'
 
-/**
- * Migration 0017 (policy simulator, issue 15): a group still holding, byte for byte, the
- * full-access policy of bootstrap admin groups as 0014 left it gains `PolicySimulator::` —
- * exactly the policy new accounts get; an edited group is left as it is. Down undoes it.
- */
-const BEFORE = FULL_ACCESS_POLICY.map((s) => ({
-  ...s,
+/** Migration 0017 (policy simulator, issue 15): bootstrap admin groups gain `PolicySimulator::`. */
+describePolicyGrantMigration({
+  migration: '0017',
+  before: '0015_operations_metering',
+  grants: 'PolicySimulator::',
   // Nor the backup status grant (0023), also run by migrateToLatest.
-  Resources: s.Resources.filter((r) => r !== 'PolicySimulator::' && r !== 'Backups::'),
-}))
-const EDITED = [{ ...BEFORE[0], Activities: 'R' }]
-const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc17'
-const FULL = '0190f3a0-0000-7000-8000-00000000a171'
-const EDITED_ID = '0190f3a0-0000-7000-8000-00000000a172'
-const BEFORE_0017 = '0015_operations_metering'
-
-let store: Store
-let migrator: Migrator
-
-async function migratorOf(db: Kysely<Database>): Promise<Migrator> {
-  const schema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined
-  return new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
-  })
-}
-
-const policyOf = async (id: string) =>
-  JSON.parse(
-    (
-      await store.db
-        .selectFrom('groups')
-        .select('policy')
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow()
-    ).policy,
-  )
-
-beforeAll(async () => {
-  store = await openTestStore()
-  migrator = await migratorOf(store.db)
-  const down = await migrator.migrateTo(BEFORE_0017)
-  if (down.error) throw down.error
-  const at = '2030-01-01T00:00:00.000Z'
-  await store.db.insertInto('accounts').values({ id: ACCOUNT, created_at: at }).execute()
-  for (const [id, name, policy] of [
-    [FULL, 'FULL_ADMIN', BEFORE],
-    [EDITED_ID, 'edited admin', EDITED],
-  ] as const)
-    await store.db
-      .insertInto('groups')
-      .values({
-        account_id: ACCOUNT,
-        id,
-        name,
-        policy: JSON.stringify(policy),
-        created_at: at,
-        updated_at: at,
-      })
-      .execute()
-})
-afterAll(() => store.close())
-
-describe(`migration 0017 (${testDialect})`, () => {
-  it('gives untouched full-access groups PolicySimulator::, new accounts’ policy exactly', async () => {
-    const up = await migrator.migrateToLatest()
-    expect(up.error).toBeUndefined()
-    expect(await policyOf(FULL)).toEqual(FULL_ACCESS_POLICY)
-    expect(await policyOf(EDITED_ID)).toEqual(EDITED)
-  })
-
-  it('down takes the grant back', async () => {
-    const down = await migrator.migrateTo(BEFORE_0017)
-    expect(down.error).toBeUndefined()
-    expect(await policyOf(FULL)).toEqual(BEFORE)
-    expect(await policyOf(EDITED_ID)).toEqual(EDITED)
-    const up = await migrator.migrateToLatest()
-    expect(up.error).toBeUndefined()
-  })
+  withheld: ['PolicySimulator::', 'Backups::'],
+  idTag: '17',
 })

@@ -1,10 +1,9 @@
-import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely'
+import type { Migrator } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { claimSlot, scheduleState } from '../src/modules/backup/backup-schedule.repo.js'
 import type { Store } from '../src/store/db.js'
-import { migrations } from '../src/store/migrations/index.js'
-import type { Database } from '../src/store/schema.js'
 import { logicalDump } from './helpers/db-dump.js'
+import { migratorOf } from './helpers/migrator.js'
 import { openTestStore } from './helpers/store.js'
 
 /**
@@ -17,18 +16,6 @@ const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc22'
 
 let store: Store
 let migrator: Migrator
-
-async function migratorOf(db: Kysely<Database>): Promise<Migrator> {
-  const schema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined
-  return new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
-  })
-}
 
 /** The dump without the migration bookkeeping and the new table. */
 const dataOf = async () =>
