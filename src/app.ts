@@ -7,6 +7,7 @@ import type { BackupScheduleConfig } from './config-backup.js'
 import { DEFAULT_HSTS_MAX_AGE_SECONDS } from './config-tls.js'
 import type { Deps } from './deps.js'
 import { addAuditAppend, markAuditHandlerPhase, registerAuditContext } from './http/audit.js'
+import { auditedFrameworkErrors } from './http/audit-router-refusals.js'
 import { registerAuthHooks } from './http/auth-hooks.js'
 import { registerBodyParsers } from './http/body.js'
 import { addRequestLog, addResponseHeaders } from './http/common-hooks.js'
@@ -85,7 +86,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // A path may list up to 100 UUIDs (GET /v2/users/{ids}: 3,699 characters); find-my-way's
     // default of 100 would answer 414 from the third id on. Longer lists still get a 4xx.
     routerOptions: { maxParamLength: 8192 },
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors: deps.audit ? auditedFrameworkErrors(deps.audit) : frameworkErrorHandler,
     // Requests that reach a closing app get our envelope 503 (http/shutdown.ts), not Fastify's.
     return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },

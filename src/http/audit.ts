@@ -88,6 +88,8 @@ export function noteAuditReason(request: FastifyRequest, code: string): void {
 /** The route template and operation of an event for a request that matched no route. */
 export const UNKNOWN_ROUTE = '(unknown)'
 export const UNKNOWN_ROUTE_OPERATION = 'route.not_found'
+/** The operation of an event for a URL the router refused before matching any route. */
+export const REFUSED_ROUTE_OPERATION = 'route.refused'
 
 /** A path as compared with the login routes': no query, lower case, no trailing slash. */
 function loosePath(url: string): string {

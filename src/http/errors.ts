@@ -7,7 +7,7 @@ import { sendJson } from './common-hooks.js'
 import { closeHttp1Connection } from './connections.js'
 import { setHsts } from './hsts.js'
 
-interface Rendered {
+export interface Rendered {
   status: number
   type: string
   code: string
@@ -29,7 +29,7 @@ function validationMessage(error: FastifyError): string {
   return `${field} ${first.message ?? 'is invalid'}`
 }
 
-function render(raw: FastifyError | AppError | Error): Rendered {
+export function render(raw: FastifyError | AppError | Error): Rendered {
   // A lost or refused database connection is retryable: 503 with Retry-After, never a 500.
   // A full disk is not a bug either: 507 STORAGE_FULL, so clients and operators know why.
   const error = isDatabaseUnavailable(raw)
@@ -146,18 +146,23 @@ export function frameworkErrorHandler(
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
-  const type = ErrorType.invalidRequest
-  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    const message = 'A path parameter is too long'
-    return sendError(request, reply, { status: 414, type, code: 'URI_TOO_LONG', message })
-  }
-  if (error.code === 'FST_ERR_BAD_URL') {
-    const message = 'The URL is malformed'
-    return sendError(request, reply, { status: 400, type, code: 'INVALID_URL', message })
-  }
+  const refusal = routerRefusal(error)
+  if (refusal) return sendError(request, reply, refusal)
   const rendered = render(error)
   logFailure(request, error, rendered)
   return sendError(request, reply, rendered)
+}
+
+/** The answer to a URL the router refuses outright; undefined for any other framework error. */
+export function routerRefusal(error: FastifyError): Rendered | undefined {
+  const type = ErrorType.invalidRequest
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { status: 414, type, code: 'URI_TOO_LONG', message: 'A path parameter is too long' }
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return { status: 400, type, code: 'INVALID_URL', message: 'The URL is malformed' }
+  }
+  return undefined
 }
 
 /**

@@ -138,6 +138,12 @@ describe('an event that cannot be stored fails its request', () => {
       const download = await t.api.get(`/v1/vaults/${vaultId}/blobs/${blobId}`, { auth })
       expectAuditUnavailable(download)
       expect(download.body).not.toContain('hello')
+      // A URL the router refuses before any route (decisions.md 223): its event too.
+      for (const url of [`/v1/vaults/${vaultId}%E0%A4%A`, `/v1/vaults/${'a'.repeat(9000)}`]) {
+        expectAuditUnavailable(
+          await t.app.inject({ method: 'GET', url, headers: { authorization: basicHeader(auth) } }),
+        )
+      }
     } finally {
       await allowAppends()
     }

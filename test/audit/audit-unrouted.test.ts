@@ -174,6 +174,55 @@ describe('a request to a route that does not exist', () => {
   })
 })
 
+describe('a request the router refuses before any route (malformed URL, overlong parameter)', () => {
+  const cases = [
+    { url: `/v1/vaults/${MARKER}%E0%A4%A`, status: 400, code: 'INVALID_URL' },
+    { url: `/v1/vaults/${MARKER}${'a'.repeat(9000)}`, status: 414, code: 'URI_TOO_LONG' },
+  ] as const
+
+  it.each(cases)(
+    'presenting a credential: one event, no lookup, the path not kept ($status)',
+    async ({ url, status, code }) => {
+      const before = lookups
+      let answered = 0
+      const events = await eventsOf(async () => {
+        const res = await t.app.inject({
+          method: 'GET',
+          url,
+          headers: { authorization: basicHeader(t.admin.api_key) },
+        })
+        answered = res.statusCode
+        expect(res.json().error.code).toBe(code)
+      })
+      expect(answered).toBe(status)
+      expect(lookups).toBe(before)
+      expect(events).toHaveLength(1)
+      expect(events[0]).toMatchObject({
+        account_id: '',
+        actor_user_id: null,
+        credential_ref: refOf(t.admin.api_key),
+        method: 'GET',
+        route: '(unknown)',
+        operation: 'route.refused',
+        decision: 'denied',
+        reason: code,
+        status,
+        resources: '{}',
+      })
+      expect(JSON.stringify(events)).not.toContain(MARKER)
+    },
+  )
+
+  it.each(cases)('without a credential: not audited ($status)', async ({ url, status }) => {
+    let answered = 0
+    const events = await eventsOf(async () => {
+      answered = (await t.app.inject({ method: 'GET', url })).statusCode
+    })
+    expect(answered).toBe(status)
+    expect(events).toEqual([])
+  })
+})
+
 describe('a request refused by the shutdown gate', () => {
   let s: TestApp
   beforeAll(async () => {
