@@ -37,6 +37,8 @@ export interface BlobMeasurement {
   rssPeak: number
   /** The same for each upload (the high-water mark is reset before each). */
   uploadPeaks: number[]
+  /** RSS right before each upload (the later ones start on a server the first one warmed). */
+  uploadBefore: number[]
   /** RSS right before the first download, and the highest during the downloads. */
   rssBeforeDownload: number
   rssPeakDownload: number
@@ -294,7 +296,9 @@ export async function measureBlobs(
   }
   const uploads: { blobId: string; seconds: number }[] = []
   const uploadPeaks: number[] = []
+  const uploadBefore: number[] = []
   for (let i = 1; i <= rounds; i++) {
+    uploadBefore.push(i === 1 ? rssBefore : (procStatus(pid, 'VmRSS') ?? Number.NaN))
     const { result: up, rss } = await watching(pid, () => upload(sizeBytes, `bench-${i}.bin`))
     uploads.push(up)
     uploadPeaks.push(account(rss))
@@ -335,6 +339,7 @@ export async function measureBlobs(
     rssBefore,
     rssPeak: Math.max(...uploadPeaks),
     uploadPeaks,
+    uploadBefore,
     rssBeforeDownload,
     rssPeakDownload: Math.max(...downloadPeaks),
     samples: sampling.samples,
@@ -376,6 +381,7 @@ export function failedBlobMeasurement(
     rssBefore: Number.NaN,
     rssPeak: Number.NaN,
     uploadPeaks: [],
+    uploadBefore: [],
     rssBeforeDownload: Number.NaN,
     rssPeakDownload: Number.NaN,
     samples: 0,
