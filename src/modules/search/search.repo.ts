@@ -70,6 +70,13 @@ interface Target {
   /** The doc_ids to drive from when no filter can (absent: scan the table's searched rows). */
   everything?: RawBuilder<unknown>
   /**
+   * When `everything` selects rows of this very table: the condition finding one of them by its
+   * primary key beside `id = m.doc_id`. A page driven by it joins back by key alone; repeating
+   * `where` there let SQLite (no statistics) look each row up through the scope's index instead,
+   * reading every readable row once per driving row (an owner's 1,000 documents: 263 ms).
+   */
+  selfKey?: RawBuilder<unknown>
+  /**
    * The index rows under the schema are exactly the searched rows (a vault's documents, every
    * one readable): a count or a page walk reads the index alone, never the table.
    */
@@ -175,9 +182,12 @@ function sortedPage(
     (key, i) => sql`${sortKeySql(ctx, key, target.idRef)} as ${sql.ref(`k${i}`)}`,
   )
   const select = sql.join([target.columns, ...keys])
-  const rowWhere = driven
-    ? sql`${target.where} and ${id} = m.doc_id and ${where}`
-    : sql`${target.where} and ${where}`
+  const byKey = driven !== undefined && driven === target.everything && target.selfKey
+  const rowWhere = byKey
+    ? sql`${target.selfKey} and ${id} = m.doc_id and ${where}`
+    : driven
+      ? sql`${target.where} and ${id} = m.doc_id and ${where}`
+      : sql`${target.where} and ${where}`
   return sql`select ${select} from ${from} where ${rowWhere} order by ${orderBySql(query.sort, target.idRef)} limit ${query.perPage} offset ${offset}`
 }
 
@@ -247,7 +257,10 @@ export async function searchDocuments(
       // (documents_by_owner_schema) instead of walking the vault in id order to spare a sort.
       ...(indexOnly
         ? {}
-        : { everything: sql`select d.id as doc_id from documents d where ${where}` }),
+        : {
+            everything: sql`select d.id as doc_id from documents d where ${where}`,
+            selfKey: sql`d.account_id = ${accountId} and d.vault_id = ${vaultId}`,
+          }),
       // Every document of the vault under the schema, and only those, has its rows under the
       // schema (the indexer replaces them in the document's own transaction).
       indexOnly,
