@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FULL_ACCESS_POLICY } from '../src/modules/accounts/accounts.service.js'
 import type { Store } from '../src/store/db.js'
 import { migratorOf } from './helpers/migrator.js'
+import { groupPolicy, insertAccountGroups } from './helpers/policy-grant-migration.js'
 import { openTestStore, testDialect } from './helpers/store.js'
 
 /**
@@ -28,40 +29,18 @@ const ACCOUNT = '0190f3a0-0000-7000-8000-0000000acc01'
 let store: Store
 let migrator: Migrator
 
-const policyOf = async (id: string) =>
-  JSON.parse(
-    (
-      await store.db
-        .selectFrom('groups')
-        .select('policy')
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow()
-    ).policy,
-  )
+const policyOf = (id: string) => groupPolicy(store, id)
 
 beforeAll(async () => {
   store = await openTestStore()
   migrator = await migratorOf(store.db)
   const down = await migrator.migrateTo('0012_shard_ready_keys')
   if (down.error) throw down.error
-  const at = '2030-01-01T00:00:00.000Z'
-  await store.db.insertInto('accounts').values({ id: ACCOUNT, created_at: at }).execute()
-  for (const [id, name, policy] of [
+  await insertAccountGroups(store, ACCOUNT, [
     ['0190f3a0-0000-7000-8000-00000000a0a1', 'FULL_ADMIN', BEFORE],
     ['0190f3a0-0000-7000-8000-00000000a0a2', 'edited admin', EDITED],
     ['0190f3a0-0000-7000-8000-00000000a0a3', 'copy of the admin', BEFORE],
-  ] as const)
-    await store.db
-      .insertInto('groups')
-      .values({
-        account_id: ACCOUNT,
-        id,
-        name,
-        policy: JSON.stringify(policy),
-        created_at: at,
-        updated_at: at,
-      })
-      .execute()
+  ])
 })
 afterAll(() => store.close())
 

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openStore, type Store } from '../src/store/db.js'
 import { migrations } from '../src/store/migrations/index.js'
-import type { Database } from '../src/store/schema.js'
+import { migratorOf } from './helpers/migrator.js'
 import {
   PLACEMENTS,
   readSchema,
@@ -44,22 +43,10 @@ async function createSchemaFor(store: Store): Promise<void> {
   await admin.end()
 }
 
-async function migrator(db: Kysely<Database>): Promise<Migrator> {
-  const schema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined
-  return new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
-  })
-}
-
 async function storeAt(migration: string): Promise<Store> {
   const store = openEmpty()
   await createSchemaFor(store)
-  const result = await (await migrator(store.db)).migrateTo(migration)
+  const result = await (await migratorOf(store.db)).migrateTo(migration)
   if (result.error) throw result.error
   return store
 }
@@ -116,7 +103,7 @@ describe(`shard rule on the live schema (${testDialect})`, () => {
 
   it('0012 down brings those breaks back, and up again removes them', async () => {
     const store = await storeAt('0012_shard_ready_keys')
-    const m = await migrator(store.db)
+    const m = await migratorOf(store.db)
     const down = await m.migrateDown()
     expect(down.error).toBeUndefined()
     expect(shardRuleViolations(await readSchema(store.db))).toEqual(BEFORE_0012)

@@ -8,6 +8,7 @@ import { pruneAudit } from '../../src/audit/retention.js'
 import { type VerifyReport, verifyChains } from '../../src/audit/verify.js'
 import { AuditWriter } from '../../src/audit/writer.js'
 import { openStore, type Store } from '../../src/store/db.js'
+import { auditEvent } from '../helpers/audit-event.js'
 import { openTestSqliteStore, openTestStore, TEST_PG_URL, testDialect } from '../helpers/store.js'
 
 /**
@@ -29,28 +30,12 @@ const folder = mkdtempSync(join(tmpdir(), 'coffer-audit-race-'))
 let pruning: Store
 let verifying: Store
 
+/** The i-th seeded event: PER_DAY a day from T0, one a second. */
 function event(i: number): AuditEventInput {
   const day = Math.floor(i / PER_DAY)
   return {
-    accountId: ACCOUNT,
-    id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    ...auditEvent(ACCOUNT),
     at: new Date(T0 + day * DAY + (i % PER_DAY) * 1000).toISOString(),
-    transactionId: `10000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
-    actorUserId: null,
-    credentialKind: 'api_key',
-    credentialRef: 'abcdefabcdef',
-    satId: null,
-    satCreatorId: null,
-    clientIp: '10.0.0.1',
-    method: 'GET',
-    route: '/v1/vaults',
-    operation: 'vault.list',
-    resources: {},
-    decision: 'allowed',
-    reason: null,
-    status: 200,
-    operationsConsumed: 0,
-    operationsCategory: null,
   }
 }
 

@@ -34,39 +34,17 @@ export function describePolicyGrantMigration(spec: {
   let store: Store
   let migrator: Migrator
 
-  const policyOf = async (id: string) =>
-    JSON.parse(
-      (
-        await store.db
-          .selectFrom('groups')
-          .select('policy')
-          .where('id', '=', id)
-          .executeTakeFirstOrThrow()
-      ).policy,
-    )
+  const policyOf = (id: string) => groupPolicy(store, id)
 
   beforeAll(async () => {
     store = await openTestStore()
     migrator = await migratorOf(store.db)
     const down = await migrator.migrateTo(spec.before)
     if (down.error) throw down.error
-    const at = '2030-01-01T00:00:00.000Z'
-    await store.db.insertInto('accounts').values({ id: account, created_at: at }).execute()
-    for (const [id, name, policy] of [
+    await insertAccountGroups(store, account, [
       [full, 'FULL_ADMIN', before],
       [editedId, 'edited admin', edited],
-    ] as const)
-      await store.db
-        .insertInto('groups')
-        .values({
-          account_id: account,
-          id,
-          name,
-          policy: JSON.stringify(policy),
-          created_at: at,
-          updated_at: at,
-        })
-        .execute()
+    ])
   })
   afterAll(() => store.close())
 
@@ -87,4 +65,36 @@ export function describePolicyGrantMigration(spec: {
       expect(up.error).toBeUndefined()
     })
   })
+}
+
+/** A group's stored policy, parsed. */
+export async function groupPolicy(store: Store, id: string): Promise<unknown> {
+  const row = await store.db
+    .selectFrom('groups')
+    .select('policy')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
+  return JSON.parse(row.policy)
+}
+
+/** An account and its groups (id, name, policy), written straight to the tables. */
+export async function insertAccountGroups(
+  store: Store,
+  account: string,
+  groups: readonly (readonly [id: string, name: string, policy: unknown])[],
+): Promise<void> {
+  const at = '2030-01-01T00:00:00.000Z'
+  await store.db.insertInto('accounts').values({ id: account, created_at: at }).execute()
+  for (const [id, name, policy] of groups)
+    await store.db
+      .insertInto('groups')
+      .values({
+        account_id: account,
+        id,
+        name,
+        policy: JSON.stringify(policy),
+        created_at: at,
+        updated_at: at,
+      })
+      .execute()
 }

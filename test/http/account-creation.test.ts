@@ -1,12 +1,12 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Migrator, PostgresAdapter, sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { bootstrapFirstAccount } from '../../src/modules/accounts/bootstrap.js'
 import { migrateToLatest } from '../../src/store/migrate.js'
 import { migrations } from '../../src/store/migrations/index.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { migratorOf } from '../helpers/migrator.js'
 import { testDialect } from '../helpers/store.js'
 
 /** Every table a new account writes to. */
@@ -93,7 +93,7 @@ describe(`account creation is one transaction (${testDialect})`, () => {
     // Back to the schema of the release before the singleton row; the test app's account stays.
     const names = Object.keys(migrations)
     const previous = names[names.indexOf('0010_bootstrap') - 1] as string
-    const result = await (await migratorOf(t)).migrateTo(previous)
+    const result = await (await migratorOf(t.deps.store.db)).migrateTo(previous)
     expect(result.error).toBeUndefined()
     await migrateToLatest(t.deps.store.db)
     const row = await t.deps.store.db.selectFrom('bootstrap').selectAll().executeTakeFirst()
@@ -104,19 +104,6 @@ describe(`account creation is one transaction (${testDialect})`, () => {
     expect(readdirSync(dataDir)).toEqual([])
   })
 })
-
-async function migratorOf(t: TestApp): Promise<Migrator> {
-  const db = t.deps.store.db
-  const schema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined
-  return new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
-  })
-}
 
 async function emptyDatabase(t: TestApp): Promise<void> {
   const db = t.deps.store.db
